@@ -1,0 +1,312 @@
+"""The base class of every mas_envs environment: a PettingZoo AEC env whose agents act in text.
+
+A family (Sokoban, Plan-Path, ...) subclasses :class:`TextEnv` and fills in five hooks:
+
+* ``_load_task(task_id)``: set up the task (generate the level, pick the problem);
+* ``_apply(agent, text)``: parse the agent's text, apply it, return a :class:`Outcome`;
+* ``_system(agent)`` and ``_prompt(agent)``: the texts an LLM needs to act now;
+* ``_copy_state(new)``: copy the family's *mutable* state into a clone (immutable state, such
+  as tuples and strings, is shared for free).
+
+The base class owns everything else: the AEC bookkeeping, turn order and ``max_turns``, the reward
+split ``r = alpha * team + local``, the ``infos`` contract, seeding and splits, and ``clone()``.
+
+Contract (DESIGN.md section 3):
+
+* Turns are sequential; one turn is one cycle through ``possible_agents``. Each action is applied
+  at once and its reward is immediate: ``env.rewards[agent]`` right after ``step`` is the reward of
+  that action (``last()`` returns it accumulated, PettingZoo style).
+* Actions are ``str``. Any text is accepted (unparseable text gets a format penalty and a reason);
+  another type raises ``TypeError``.
+* ``infos[agent]`` holds ``team_reward``, ``local_reward``, ``reward``, ``success``, ``turn``,
+  ``parsed`` and ``reason`` (empty when the text parsed), plus family-specific keys.
+* ``reset(seed=s)`` seeds the env's own generator, which draws a task id from the env's split;
+  ``reset(options={"task_id": t})`` picks a task directly. The global RNG is never touched.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any, ClassVar, NamedTuple
+
+import numpy as np
+from gymnasium import spaces
+from pettingzoo import AECEnv
+
+from mas_envs import spaces as text_spaces
+
+__all__ = ["SPLITS", "Outcome", "TextEnv"]
+
+SPLITS = ("train", "validation", "test")
+
+TaskId = int | str
+
+
+class Outcome(NamedTuple):
+    """What one agent's action did, as reported by a family's ``_apply``.
+
+    Attributes:
+        local_reward: The acting agent's own reward for this action.
+        team_reward: The team's reward after this action (shared signal, scaled by ``alpha``).
+        success: The task is solved (judged on hidden ground truth) after this action.
+        done: The episode ends now (terminated), solved or not.
+        parsed: The text parsed into a valid action.
+        reason: Why the text did not parse, or what went wrong; empty when all is well.
+        info: Family-specific entries for ``infos[agent]`` (plain, immutable values).
+    """
+
+    local_reward: float
+    team_reward: float = 0.0
+    success: bool = False
+    done: bool = False
+    parsed: bool = True
+    reason: str = ""
+    info: dict[str, Any] | None = None
+
+
+class TextEnv(AECEnv):
+    """A PettingZoo AEC environment whose observations and actions are text.
+
+    Args:
+        mode: ``"mas"`` (the multi-agent team, the family's roles) or ``"single"`` (one role does
+            the whole task: the single-agent baseline).
+        alpha: Weight of the team reward in each agent's reward, ``r = alpha * team + local``.
+        max_turns: Turns (cycles through all roles) before the episode is truncated.
+        split: Which task ids ``reset`` draws from: ``"train"``, ``"validation"`` or ``"test"``.
+        render_mode: ``None``, ``"human"`` (prints the text view), ``"ansi"`` or, where the family supports it, ``"rgb_array"``.
+        max_action_chars: Longer actions get a format penalty instead of being parsed.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "ansi"],
+        "name": "text_env",
+        "is_parallelizable": True,
+    }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Agent names per mode, in turn order, e.g. ``{"mas": ("tool", "planner"), ...}``."""
+    format_penalty: ClassVar[float] = -1.0
+    """Local reward of text that does not parse."""
+
+    def __init__(
+        self,
+        *,
+        mode: str = "mas",
+        alpha: float = 1.0,
+        max_turns: int = 3,
+        split: str = "train",
+        render_mode: str | None = None,
+        max_action_chars: int = text_spaces.MAX_ACTION_CHARS,
+    ) -> None:
+        super().__init__()
+        if mode not in self.roles:
+            raise ValueError(f"unknown mode {mode!r}; choose one of {sorted(self.roles)}")
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; choose one of {list(SPLITS)}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"unsupported render_mode {render_mode!r}; choose one of "
+                f"{self.metadata['render_modes']} or None"
+            )
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        if not np.isfinite(alpha):
+            raise ValueError(f"alpha must be a finite number, got {alpha!r}")
+        if max_action_chars < 1:
+            raise ValueError(f"max_action_chars must be >= 1, got {max_action_chars}")
+        self.mode = mode
+        self.alpha = float(alpha)
+        self.max_turns = max_turns
+        self.split = split
+        self.render_mode = render_mode
+        self.max_action_chars = max_action_chars
+        self.possible_agents = list(self.roles[mode])
+        self._last_role = self.possible_agents[-1]
+        self._next_role = dict(
+            zip(self.possible_agents, self.possible_agents[1:] + self.possible_agents[:1])
+        )
+        self._spaces: tuple[dict[str, spaces.Dict], dict[str, spaces.Text]] | None = None
+        self._rng = np.random.default_rng()
+        self._rng_shared = False
+        self.task_id: TaskId | None = None
+        self.turn = 0
+        self.success = False
+        self.agents = []
+
+    # ------------------------------------------------------------------ hooks for a family
+
+    def task_ids(self, split: str | None = None) -> Sequence[TaskId]:
+        """The task ids of ``split`` (default: this env's split), fixed in the registry."""
+        raise NotImplementedError
+
+    def _load_task(self, task_id: TaskId) -> None:
+        raise NotImplementedError
+
+    def _apply(self, agent: str, text: str) -> Outcome:
+        raise NotImplementedError
+
+    def _system(self, agent: str) -> str:
+        raise NotImplementedError
+
+    def _prompt(self, agent: str) -> str:
+        raise NotImplementedError
+
+    def oracle_action(self, agent: str | None = None) -> str:
+        """The text an optimal agent would write now (from the family's solver or ground truth).
+
+        ``agent`` defaults to ``agent_selection``. The text is in the exact answer format the
+        prompt asks for, so it also serves as a supervised target for warm starts.
+        """
+        raise NotImplementedError
+
+    def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        """A well-formed but random answer for ``agent`` (default: ``agent_selection``)."""
+        raise NotImplementedError
+
+    def _copy_state(self, new: TextEnv) -> None:  # noqa: B027 - optional hook
+        """Copy mutable family state into ``new`` (which already shares every attribute)."""
+
+    # ------------------------------------------------------------------ spaces
+
+    def _build_spaces(self) -> tuple[dict[str, spaces.Dict], dict[str, spaces.Text]]:
+        if self._spaces is None:
+            self._spaces = (
+                {a: text_spaces.observation_space() for a in self.possible_agents},
+                {a: text_spaces.action_space(self.max_action_chars) for a in self.possible_agents},
+            )
+        return self._spaces
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        return self._build_spaces()[0][agent]
+
+    def action_space(self, agent: str) -> spaces.Text:
+        return self._build_spaces()[1][agent]
+
+    # ------------------------------------------------------------------ AEC API
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+            self._rng_shared = False
+        task_id = (options or {}).get("task_id")
+        if task_id is None:
+            if self._rng_shared:  # copy-on-write after clone()
+                self._rng = copy.deepcopy(self._rng)
+                self._rng_shared = False
+            ids = self.task_ids()
+            task_id = ids[int(self._rng.integers(len(ids)))]
+        self._load_task(task_id)
+        self.task_id = task_id
+        self.turn = 0
+        self.success = False
+        self.agents = self.possible_agents[:]
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        info = {"turn": 0, "success": False, "task_id": task_id}
+        self.infos = {a: dict(info) for a in self.agents}
+        self.agent_selection = self.agents[0]
+
+    def observe(self, agent: str) -> dict[str, str]:
+        return {"system": self._system(agent), "prompt": self._prompt(agent)}
+
+    def step(self, action: str | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        if not isinstance(action, str):
+            raise TypeError(
+                f"{agent!r}'s action must be str (the model's text), got "
+                f"{type(action).__name__}; decode the model's output to text before step()"
+            )
+        if len(action) > self.max_action_chars:
+            out = Outcome(
+                self.format_penalty,
+                parsed=False,
+                reason=f"answer too long: {len(action)} characters, the limit is "
+                f"{self.max_action_chars}",
+            )
+        else:
+            out = self._apply(agent, action)
+        reward = self.alpha * out.team_reward + out.local_reward
+        rewards = self.rewards
+        for a in rewards:
+            rewards[a] = 0.0
+        rewards[agent] = reward
+        cumulative = self._cumulative_rewards
+        cumulative[agent] = 0.0
+        for a in cumulative:
+            cumulative[a] += rewards[a]
+        self.success = out.success
+        info = {
+            "team_reward": out.team_reward,
+            "local_reward": out.local_reward,
+            "reward": reward,
+            "success": out.success,
+            "turn": self.turn,
+            "task_id": self.task_id,
+            "parsed": out.parsed,
+            "reason": out.reason,
+        }
+        if out.info:
+            info.update(out.info)
+        self.infos[agent] = info
+        if agent == self._last_role:
+            self.turn += 1
+        if out.done or (agent == self._last_role and self.turn >= self.max_turns):
+            ended = self.terminations if out.done else self.truncations
+            for a in self.agents:
+                ended[a] = True
+                if a != agent:
+                    self.infos[a] = {**self.infos[a], "success": out.success}
+        self.agent_selection = self._next_role[agent]
+
+    def render(self) -> str | np.ndarray | None:
+        if self.render_mode is None:
+            import gymnasium
+
+            gymnasium.logger.warn("render() called with render_mode=None; nothing to render")
+            return None
+        if self.render_mode == "human":
+            print(self._render_text())
+            return None
+        if self.render_mode == "ansi":
+            return self._render_text()
+        return self._render_rgb()
+
+    def _render_text(self) -> str:
+        raise NotImplementedError
+
+    def _render_rgb(self) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__} has no rgb_array render")
+
+    def close(self) -> None:
+        pass
+
+    # ------------------------------------------------------------------ branching
+
+    def clone(self) -> TextEnv:
+        """Return an independent env in the same state, RNG included.
+
+        The same action on the original and the clone gives the same result, and stepping one
+        never changes the other. Only mutable state is copied; immutable values are shared.
+        """
+        new = object.__new__(type(self))
+        d = self.__dict__.copy()
+        d["_spaces"] = None  # spaces are per instance (seeding one must not seed the other)
+        new.__dict__ = d
+        if self.agents:
+            new.agents = self.agents[:]
+            new.rewards = self.rewards.copy()
+            new._cumulative_rewards = self._cumulative_rewards.copy()
+            new.terminations = self.terminations.copy()
+            new.truncations = self.truncations.copy()
+            new.infos = {a: i.copy() for a, i in self.infos.items()}
+        self._rng_shared = new._rng_shared = True
+        self._copy_state(new)
+        return new
+
+    def __str__(self) -> str:
+        return self.metadata["name"]

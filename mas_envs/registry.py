@@ -1,0 +1,124 @@
+"""The one registry: the table of env ids, their splits, and their registration.
+
+Importing :mod:`mas_envs` registers every id below in PettingZoo's registry (``"aec"``, and
+``"parallel"`` through PettingZoo's turn-based converter) and, as a single-agent view
+(``mode="single"``), in Gymnasium's registry.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["ENVS", "GAME_SPLITS", "EnvEntry", "entry", "list_envs", "make", "make_parallel",
+           "register_all"]
+
+GAME_SPLITS: dict[str, range] = {
+    "train": range(0, 1_000_000_000),
+    "validation": range(1_000_000_000, 1_000_010_000),
+    "test": range(2_000_000_000, 2_000_010_000),
+}
+"""Level ids of the generated game envs (Sokoban, Plan-Path, Sudoku) per split; disjoint.
+
+A level id seeds the level generator, so a level id is one level for a given difficulty. Evaluate
+on ``GAME_SPLITS["test"]`` in order (the first N ids), train on ``"train"``.
+"""
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered env id.
+
+    Attributes:
+        id: Versioned id, ``mas/<Name>-v<N>``.
+        entry_point: ``"module:Class"`` of the AEC env.
+        summary: One line for ``list_envs`` and the docs.
+        kwargs: Constructor defaults of this id.
+    """
+
+    id: str
+    entry_point: str
+    summary: str
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> type:
+        module, _, name = self.entry_point.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+ENVS: dict[str, EnvEntry] = {
+    e.id: e
+    for e in [
+        EnvEntry(
+            "mas/Sokoban-v0",
+            "mas_envs.sokoban.env:SokobanEnv",
+            "Sokoban (6x6, 1 box): a tool agent proposes moves, a planner makes them.",
+        ),
+        EnvEntry(
+            "mas/PlanPath-v0",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Grid path planning (10x10, ~20% walls): a tool agent proposes, a planner moves.",
+        ),
+        EnvEntry(
+            "mas/Sudoku-v0",
+            "mas_envs.sudoku.env:SudokuEnv",
+            "Sudoku (4x4 or 9x9, unique solution): a tool agent proposes a grid, a planner fills.",
+        ),
+    ]
+}
+
+
+def list_envs() -> list[str]:
+    """The registered env ids, sorted."""
+    return sorted(ENVS)
+
+
+def entry(env_id: str) -> EnvEntry:
+    """The registry entry of ``env_id``, with a did-you-mean error for unknown ids."""
+    try:
+        return ENVS[env_id]
+    except KeyError:
+        close = difflib.get_close_matches(env_id, list(ENVS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise KeyError(
+            f"unknown env id {env_id!r}; {hint}(mas_envs.list_envs() lists them)"
+        ) from None
+
+
+def make(env_id: str, **kwargs: Any) -> Any:
+    """Create the AEC env ``env_id``; ``kwargs`` override the id's defaults."""
+    e = entry(env_id)
+    return e.load()(**{**e.kwargs, **kwargs})
+
+
+def make_parallel(env_id: str, **kwargs: Any) -> Any:
+    """Create ``env_id`` as a PettingZoo ``ParallelEnv`` (one agent acts per parallel step)."""
+    from pettingzoo.utils.conversions import turn_based_aec_to_parallel
+
+    return turn_based_aec_to_parallel(make(env_id, **kwargs))
+
+
+def make_single(env_id: str, **kwargs: Any) -> Any:
+    """Create ``env_id`` as a Gymnasium env: the single-agent view (``mode="single"``)."""
+    from mas_envs.gym_view import SingleAgentEnv
+
+    return SingleAgentEnv(make(env_id, mode="single", **kwargs))
+
+
+def register_all() -> None:
+    """Register every id in PettingZoo's and Gymnasium's registries (idempotent)."""
+    import functools
+
+    import gymnasium
+    import pettingzoo
+
+    for env_id in ENVS:
+        if env_id not in pettingzoo.aec_registry:
+            pettingzoo.register("aec", env_id, functools.partial(make, env_id))
+            pettingzoo.register("parallel", env_id, functools.partial(make_parallel, env_id))
+        if env_id not in gymnasium.registry:
+            gymnasium.register(
+                env_id, entry_point="mas_envs.registry:make_single", kwargs={"env_id": env_id}
+            )

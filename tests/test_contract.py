@@ -201,3 +201,10 @@ def test_bad_config_gives_clear_errors():
 def test_import_does_not_pull_torch():
     code = "import sys, mas_envs; sys.exit('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_golden_transcript(env_id):
+    from golden import check
+
+    check(env_id)

@@ -1,0 +1,270 @@
+"""Sokoban rules: the board, moves and pushes, rewards, text rendering. Pure and immutable.
+
+A level is a grid of ``height`` rows and ``width`` columns whose outer ring is wall. Cells are flat
+indices ``row * width + col``; a move adds ``MOVE_STEPS`` scaled to the width (``U`` is ``-width``),
+and the wall ring means a move never leaves the grid. The moving parts are two immutable values,
+the player's cell (``int``) and the boxes' cells (``frozenset``), so a state is shared for free
+between clones and a simulated plan never touches the real one.
+
+Symbols (the prompt's legend)::
+
+    #  wall     _  floor    .  goal     $  box     *  box on a goal
+    @  player   +  player on a goal
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+__all__ = [
+    "Board",
+    "Level",
+    "Play",
+    "Rewards",
+    "parse_level",
+    "play",
+]
+
+WALL, FLOOR, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL = "#", "_", ".", "$", "*", "@", "+"
+_READ = {
+    WALL: (True, False, False, False),  # wall, goal, box, player
+    FLOOR: (False, False, False, False),
+    " ": (False, False, False, False),
+    GOAL: (False, True, False, False),
+    BOX: (False, False, True, False),
+    BOX_ON_GOAL: (False, True, True, False),
+    PLAYER: (False, False, False, True),
+    PLAYER_ON_GOAL: (False, True, False, True),
+}
+
+
+@dataclass(frozen=True)
+class Rewards:
+    """Per-move rewards of a plan (REFERENCE.md's numbers), summed over its moves.
+
+    Attributes:
+        move: Every move that is made.
+        invalid: A move that fails (into a wall, or a push into a wall or a box); it replaces
+            ``move`` and the player stays put.
+        box_on_goal: A push that puts a box onto a goal.
+        box_off_goal: A push that takes a box off a goal.
+        solved: The move that puts the last box onto a goal.
+        shaping_scale: Potential ``phi(s) = -shaping_scale * D(s)``, ``D`` the sum over boxes of
+            the Manhattan distance to the nearest goal; each move adds ``gamma * phi(s') - phi(s)``.
+        shaping_gamma: Discount of the shaping term. The default 1.0 keeps shaping a pure
+            telescoping sum: with gamma < 1 every move far from the goals would earn
+            ``(1 - gamma) * shaping_scale * D``, which beats the move cost on large boards.
+    """
+
+    move: float = -0.01
+    invalid: float = -0.05
+    box_on_goal: float = 1.0
+    box_off_goal: float = -0.5
+    solved: float = 10.0
+    shaping_scale: float = 0.1
+    shaping_gamma: float = 1.0
+
+
+class Level(NamedTuple):
+    """A Sokoban position: the static board and the moving parts."""
+
+    board: Board
+    player: int
+    boxes: frozenset[int]
+
+
+class Play(NamedTuple):
+    """What a list of moves did, from :func:`play`.
+
+    Attributes:
+        player: The player's cell afterwards.
+        boxes: The boxes' cells afterwards.
+        reward: Sum of the per-move rewards (:class:`Rewards`).
+        made: Moves that were made (valid ones), in order.
+        invalid: Moves that failed, as ``(index in the list, move)``.
+        used: Moves read from the list; moves after the one that solves the level are ignored.
+        solved: Every box is on a goal.
+    """
+
+    player: int
+    boxes: frozenset[int]
+    reward: float
+    made: tuple[str, ...]
+    invalid: tuple[tuple[int, str], ...]
+    used: int
+    solved: bool
+
+
+class Board:
+    """The static part of a level (walls, goals, size) with tables precomputed for speed.
+
+    Args:
+        width: Columns, including the wall ring.
+        height: Rows, including the wall ring.
+        walls: Wall cells; must contain the whole outer ring.
+        goals: Goal cells (not walls).
+
+    Raises:
+        ValueError: The outer ring is not all wall, or a goal is on a wall.
+    """
+
+    __slots__ = ("dead", "goal_dist", "goals", "height", "push", "steps", "walls", "width")
+
+    def __init__(self, width: int, height: int, walls: frozenset[int], goals: frozenset[int]):
+        ring = {c for c in range(width * height) if _on_ring(c, width, height)}
+        if not ring <= walls:
+            raise ValueError("the outer ring of a Sokoban board must be all wall ('#')")
+        if goals & walls or not goals:
+            raise ValueError("a Sokoban board needs at least one goal, none on a wall")
+        self.width = width
+        self.height = height
+        self.walls = walls
+        self.goals = goals
+        self.steps = {"U": -width, "D": width, "L": -1, "R": 1}
+        goal_rc = [divmod(g, width) for g in goals]
+        self.goal_dist = tuple(
+            min(abs(r - gr) + abs(c - gc) for gr, gc in goal_rc)
+            for r, c in (divmod(i, width) for i in range(width * height))
+        )
+        self.push = self._push_dist()
+        """Pushes that bring a box from each cell to its nearest goal on an otherwise empty board
+        (read-only). Cells missing here are dead: a box there can never reach a goal (a corner
+        that is not a goal, for instance)."""
+        self.dead = frozenset(range(width * height)) - walls - self.push.keys()
+
+    def _push_dist(self) -> dict[int, int]:
+        # Pull a box back from every goal, breadth first.
+        dist = dict.fromkeys(self.goals, 0)
+        frontier = list(self.goals)
+        while frontier:
+            nxt = []
+            for cell in frontier:
+                for step in self.steps.values():
+                    # A box at cell+step is pushed to cell by a player standing at cell+2*step.
+                    back, stand = cell + step, cell + 2 * step
+                    if back in dist or back in self.walls or stand in self.walls:
+                        continue
+                    dist[back] = dist[cell] + 1
+                    nxt.append(back)
+            frontier = nxt
+        return dist
+
+    def distance(self, boxes: frozenset[int]) -> int:
+        """Sum over boxes of the Manhattan distance to the nearest goal (the shaping's ``D``)."""
+        gd = self.goal_dist
+        return sum(gd[b] for b in boxes)
+
+    def render(self, player: int, boxes: frozenset[int]) -> str:
+        """The ASCII picture, one row per line (see the module docstring for the symbols)."""
+        cells = [
+            WALL if i in self.walls else GOAL if i in self.goals else FLOOR
+            for i in range(self.width * self.height)
+        ]
+        for b in boxes:
+            cells[b] = BOX_ON_GOAL if b in self.goals else BOX
+        cells[player] = PLAYER_ON_GOAL if player in self.goals else PLAYER
+        w = self.width
+        return "\n".join("".join(cells[r * w : (r + 1) * w]) for r in range(self.height))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Board) and (
+            self.width,
+            self.height,
+            self.walls,
+            self.goals,
+        ) == (other.width, other.height, other.walls, other.goals)
+
+    def __hash__(self) -> int:
+        return hash((self.width, self.height, self.walls, self.goals))
+
+    def __repr__(self) -> str:
+        return f"Board(width={self.width}, height={self.height}, goals={sorted(self.goals)})"
+
+
+def _on_ring(cell: int, width: int, height: int) -> bool:
+    r, c = divmod(cell, width)
+    return r in (0, height - 1) or c in (0, width - 1)
+
+
+def parse_level(text: str) -> Level:
+    """Read a level from its ASCII picture (rows of equal length; ``' '`` also means floor).
+
+    Raises:
+        ValueError: Ragged rows, an unknown symbol, not exactly one player, fewer goals than
+            boxes, or no box, with what was found.
+    """
+    rows = [row for row in text.strip("\n").split("\n") if row.strip()]
+    width = len(rows[0]) if rows else 0
+    if not rows or any(len(row) != width for row in rows):
+        raise ValueError(f"a level needs rows of equal length, got lengths {[len(r) for r in rows]}")
+    walls, goals, boxes, players = set(), set(), set(), []
+    for i, ch in enumerate("".join(rows)):
+        if ch not in _READ:
+            raise ValueError(f"unknown symbol {ch!r} in a level; use one of {''.join(_READ)}")
+        wall, goal, box, player = _READ[ch]
+        for flag, into in ((wall, walls), (goal, goals), (box, boxes)):
+            if flag:
+                into.add(i)
+        if player:
+            players.append(i)
+    if len(players) != 1 or not boxes or len(goals) < len(boxes):
+        raise ValueError(
+            f"a level needs one player, at least one box and as many goals as boxes; got "
+            f"{len(players)} players, {len(boxes)} boxes, {len(goals)} goals"
+        )
+    board = Board(width, len(rows), frozenset(walls), frozenset(goals))
+    return Level(board, players[0], frozenset(boxes))
+
+
+def play(
+    board: Board, player: int, boxes: frozenset[int], moves: tuple[str, ...], rewards: Rewards
+) -> Play:
+    """Apply ``moves`` (each ``U``, ``D``, ``L`` or ``R``) in order; see :class:`Rewards`.
+
+    A failed move leaves the player where it is; the moves after it are still made. Moves after
+    the one that solves the level are not read (``used`` counts the ones that were).
+    """
+    walls, goals, steps, gd = board.walls, board.goals, board.steps, board.goal_dist
+    n_boxes = len(boxes)
+    on_goal = len(boxes & goals)
+    dist = board.distance(boxes)
+    scale, gamma = rewards.shaping_scale, rewards.shaping_gamma
+    reward = 0.0
+    made: list[str] = []
+    invalid: list[tuple[int, str]] = []
+    used = 0
+    for move in moves:
+        if on_goal == n_boxes:
+            break
+        used += 1
+        step = steps[move]
+        nxt = player + step
+        if nxt in walls:
+            invalid.append((used - 1, move))
+            reward += rewards.invalid + scale * (1.0 - gamma) * dist
+            continue
+        if nxt in boxes:
+            dest = nxt + step
+            if dest in walls or dest in boxes:
+                invalid.append((used - 1, move))
+                reward += rewards.invalid + scale * (1.0 - gamma) * dist
+                continue
+            boxes = (boxes - {nxt}) | {dest}
+            new_dist = dist - gd[nxt] + gd[dest]
+            reward += scale * (dist - gamma * new_dist)
+            dist = new_dist
+            if nxt in goals:
+                on_goal -= 1
+                reward += rewards.box_off_goal
+            if dest in goals:
+                on_goal += 1
+                reward += rewards.box_on_goal
+                if on_goal == n_boxes:
+                    reward += rewards.solved
+        else:
+            reward += scale * (1.0 - gamma) * dist
+        player = nxt
+        reward += rewards.move
+        made.append(move)
+    return Play(player, boxes, reward, tuple(made), tuple(invalid), used, on_goal == n_boxes)

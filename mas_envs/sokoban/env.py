@@ -1,0 +1,307 @@
+"""``mas/Sokoban-v0``: Sokoban played by a team of LLM agents (or one agent) in text.
+
+Env card (the long form with a real prompt and an image is ``docs/envs/sokoban.md``).
+
+Roles:
+    ``mode="mas"`` (default): ``tool`` then ``planner`` each turn. The tool agent proposes a complete
+    plan; the plan is scored on a copy of the state and never moves anything. The planner sees the
+    board, the moves so far and the tool's latest proposal, and its moves are the ones made.
+    ``mode="single"``: one ``planner`` does both (the single-agent baseline).
+
+Observation:
+    ``{"system": str, "prompt": str}``. The prompt holds the rules and legend, the live ASCII board
+    (``# _ . $ * @ +``: wall, floor, goal, box, box on goal, player, player on goal), the turn, boxes
+    on goals ``k/n``, the player's row and column, the moves made so far, what failed in the last answer, a warning once a box is stuck on a dead cell, the tool's proposal (planner in the team),
+    and the answer format.
+
+Action:
+    Text with a list of moves ``U D L R`` after a ``####`` line, e.g. ``"#### U, R, R, D"``. Also
+    accepted: prose before the answer, code fences, ``["U", "R"]``, ``up right``, ``URRD``, any case
+    (:func:`mas_envs.moves.parse_moves`). Anything else: a format penalty with a reason.
+    At most ``4 * width * height`` moves per answer.
+
+Rewards (``r = alpha * team + local``):
+
+    ==========================  =======  ==============================================
+    event                        local    note
+    ==========================  =======  ==============================================
+    each move made               -0.01
+    failed move                  -0.05    instead of -0.01; the player stays put
+    box pushed onto a goal       +1.0
+    box pushed off a goal        -0.5
+    level solved                 +10.0    moves after the solving one are ignored
+    shaping, each move           gamma * phi(s') - phi(s),  phi = -0.1 * sum of each box's
+                                          Manhattan distance to its nearest goal, gamma = 1.0
+    answer that does not parse   -1.0     ``parsed=False`` and a ``reason``
+    team (shared)                1.0      if the level is solved after this action, else 0.0
+    ==========================  =======  ==============================================
+
+    The tool's local reward is what its plan would earn from the current state (simulated); the
+    planner's is what its moves earned on the board. ``shaping_scale`` and ``shaping_gamma`` are
+    constructor options.
+
+Success and termination:
+    Success: every box on a goal on the real board. The episode terminates when the level is
+    solved and truncates after ``max_turns`` turns (default 3, the paper's value: room for a plan, a
+    correction and a retry). ``infos[agent]`` adds ``boxes_on_goals``, ``moves_made``, ``failed_moves``
+    and ``stuck``.
+
+Seeds and splits:
+    A level id (from ``registry.GAME_SPLITS``; train, validation and test are disjoint) seeds
+    ``np.random.default_rng(level_id)``, which generates the level for the configured size and box
+    count by reverse play from a solved room, so every level is solvable and none is solved at the
+    start. ``reset(seed=s)`` draws a level id from the split; ``reset(options={"task_id": i})``
+    picks one.
+
+Difficulty:
+    ``width`` and ``height`` (5-16, including the wall ring; default 6x6) and ``boxes`` (1 to
+    ``(width - 2) * (height - 2) // 4``; default 1).
+
+Version history:
+    v0: first version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.registry import GAME_SPLITS
+from mas_envs.sokoban import prompts
+from mas_envs.sokoban.board import Board, Rewards, play
+from mas_envs.sokoban.generate import generate_level
+from mas_envs.sokoban.render import render_rgb
+from mas_envs.sokoban.solver import is_deadlocked, solve
+
+__all__ = ["SokobanEnv"]
+
+_MOVES = ("U", "D", "L", "R")
+_MIN_SIDE, _MAX_SIDE = 5, 16
+
+
+class SokobanEnv(TextEnv):
+    """Sokoban for LLM agents; see the module docstring (the env card).
+
+    Args:
+        width: Columns of the room, including the wall ring (5-16).
+        height: Rows of the room, including the wall ring (5-16).
+        boxes: Boxes (and goals) per level, 1 to ``(width - 2) * (height - 2) // 4``.
+        shaping_scale: Scale of the distance potential (0 turns shaping off).
+        shaping_gamma: Discount of the shaping term, in (0, 1].
+        **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
+            ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
+
+    Raises:
+        ValueError: A parameter is out of range (the message names it and the allowed range).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "ansi", "rgb_array"],
+        "name": "sokoban_v0",
+        "render_fps": 4,
+        "is_parallelizable": True,
+    }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("tool", "planner"), "single": ("planner",)}
+
+    def __init__(
+        self,
+        *,
+        width: int = 6,
+        height: int = 6,
+        boxes: int = 1,
+        shaping_scale: float = 0.1,
+        shaping_gamma: float = 1.0,
+        **kwargs: Any,
+    ) -> None:
+        for name, value in (("width", width), ("height", height)):
+            if not isinstance(value, int) or not _MIN_SIDE <= value <= _MAX_SIDE:
+                raise ValueError(
+                    f"{name} must be an int from {_MIN_SIDE} to {_MAX_SIDE} (the wall ring "
+                    f"included), got {value!r}"
+                )
+        max_boxes = (width - 2) * (height - 2) // 4
+        if not isinstance(boxes, int) or not 1 <= boxes <= max_boxes:
+            raise ValueError(
+                f"boxes must be an int from 1 to {max_boxes} for a {width}x{height} room, "
+                f"got {boxes!r}"
+            )
+        if not (np.isfinite(shaping_scale) and shaping_scale >= 0):
+            raise ValueError(f"shaping_scale must be a finite number >= 0, got {shaping_scale!r}")
+        if not (np.isfinite(shaping_gamma) and 0 < shaping_gamma <= 1):
+            raise ValueError(f"shaping_gamma must be in (0, 1], got {shaping_gamma!r}")
+        super().__init__(**kwargs)
+        self.width, self.height, self.n_boxes = width, height, boxes
+        self.reward_table = Rewards(shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
+        self.max_moves = 4 * width * height
+        # Game state: immutable values only, so clone() shares them (no _copy_state needed).
+        self.board: Board | None = None
+        self.player = 0
+        self.boxes: frozenset[int] = frozenset()
+        self.made: tuple[str, ...] = ()
+        self.note = ""  # what went wrong with the last answer that could move the player
+        self.proposal: str | None = None  # the tool's latest answer, as the planner sees it
+        self.proposed_first: str | None = None
+        self._solution: tuple[tuple[int, frozenset[int]], tuple[str, ...] | None] | None = None
+        # Prompts of the current state; replaced (never cleared in place) whenever the state
+        # changes, so a clone sharing it still reads prompts of its own, identical state.
+        self._prompts: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ TextEnv hooks
+
+    def task_ids(self, split: str | None = None) -> Sequence[TaskId]:
+        return GAME_SPLITS[split or self.split]
+
+    def _load_task(self, task_id: TaskId) -> None:
+        if not isinstance(task_id, int) or isinstance(task_id, bool) or task_id < 0:
+            raise ValueError(f"a Sokoban task id is a level id, an int >= 0; got {task_id!r}")
+        level = generate_level(
+            np.random.default_rng(task_id), self.width, self.height, self.n_boxes
+        )
+        self.board, self.player, self.boxes = level
+        self.made = ()
+        self.note = ""
+        self.proposal = None
+        self.proposed_first = None
+        self._solution = None
+        self._prompts = {}
+
+    def _apply(self, agent: str, text: str) -> Outcome:
+        board = self.board
+        assert board is not None, "reset() first"
+        parsed = prompts.parse_answer(text, self.max_moves)
+        is_tool = agent == "tool"
+        self._prompts = {}
+        if not parsed.moves:
+            if is_tool:
+                self.proposal = prompts.proposal_line(None, parsed.reason)
+                self.proposed_first = None
+            else:
+                self.note = prompts.unparsed_note(parsed.reason)
+            return Outcome(
+                self.format_penalty,
+                parsed=False,
+                reason=parsed.reason,
+                info=self._info(self.boxes, (), ()),
+            )
+        res = play(board, self.player, self.boxes, parsed.moves, self.reward_table)
+        if is_tool:
+            # Scored on a copy: the real state stays as it is.
+            self.proposal = prompts.proposal_line(parsed.moves, "")
+            self.proposed_first = parsed.moves[0]
+            return Outcome(res.reward, info=self._info(res.boxes, res.made, res.invalid))
+        self.player, self.boxes = res.player, res.boxes
+        self.made += res.made
+        self.note = prompts.failed_note(res.invalid) if res.invalid else ""
+        solved = res.solved
+        return Outcome(
+            res.reward,
+            team_reward=1.0 if solved else 0.0,
+            success=solved,
+            done=solved,
+            info=self._info(res.boxes, res.made, res.invalid),
+        )
+
+    def _info(
+        self, boxes: frozenset[int], made: tuple[str, ...], invalid: tuple[tuple[int, str], ...]
+    ) -> dict[str, Any]:
+        board = self.board
+        assert board is not None
+        return {
+            "boxes_on_goals": len(boxes & board.goals),
+            "moves_made": len(made),
+            "failed_moves": len(invalid),
+            "stuck": is_deadlocked(board, boxes),
+        }
+
+    def _system(self, agent: str) -> str:
+        return prompts.SYSTEM[self.mode, agent]
+
+    def _prompt(self, agent: str) -> str:
+        text = self._prompts.get(agent)
+        if text is None:
+            board = self.board
+            assert board is not None, "reset() first"
+            row, col = divmod(self.player, board.width)
+            text = prompts.build_prompt(
+                role=agent,
+                board_text=board.render(self.player, self.boxes),
+                turn=min(self.turn + 1, self.max_turns),
+                max_turns=self.max_turns,
+                on_goals=len(self.boxes & board.goals),
+                n_boxes=len(self.boxes),
+                row=row,
+                col=col,
+                made=self.made,
+                note=self.note,
+                stuck=is_deadlocked(board, self.boxes),
+                proposal=self.proposal if agent == "planner" and self.mode == "mas" else None,
+            )
+            self._prompts[agent] = text
+        return text
+
+    def _render_text(self) -> str:
+        board = self.board
+        assert board is not None, "reset() first"
+        return board.render(self.player, self.boxes)
+
+    def _render_rgb(self) -> np.ndarray:
+        board = self.board
+        assert board is not None, "reset() first"
+        return render_rgb(board, self.player, self.boxes)
+
+    # ------------------------------------------------------------------ policies
+
+    def solution(self) -> tuple[str, ...] | None:
+        """The shortest move list from the current state (``None`` if it cannot be solved)."""
+        board = self.board
+        assert board is not None, "reset() first"
+        key = (self.player, self.boxes)
+        if self._solution is None or self._solution[0] != key:
+            self._solution = (key, solve(board, self.player, self.boxes))
+        return self._solution[1]
+
+    def oracle_action(self, agent: str | None = None) -> str:
+        moves = self.solution()
+        if not moves:
+            # Stuck (or solved): no plan helps; answer a well-formed single move.
+            moves = ("U",)
+        return prompts.answer_text(moves)
+
+    def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        n = int(rng.integers(1, 2 * (self.width + self.height) + 1))
+        return prompts.answer_text(tuple(_MOVES[i] for i in rng.integers(0, 4, size=n).tolist()))
+
+    # ------------------------------------------------------------------ numeric view
+
+    def numeric_action_count(self) -> int:
+        """Discrete actions per agent: 0-3 = U, D, L, R (one move per action)."""
+        return 4
+
+    def numeric_action_text(self, agent: str, action: int) -> str:
+        """The answer text of discrete ``action`` (0-3 = U, D, L, R), e.g. ``"#### U"``."""
+        if not 0 <= int(action) < 4:
+            raise ValueError(f"a Sokoban numeric action is 0-3 (U, D, L, R), got {action!r}")
+        return prompts.answer_text((_MOVES[int(action)],))
+
+    def numeric_observation_shape(self) -> tuple[int, ...]:
+        """``(8, height, width)``: see :meth:`numeric_observation`."""
+        return (8, self.height, self.width)
+
+    def numeric_observation(self, agent: str) -> np.ndarray:
+        """Planes (float32, 0/1): wall, goal, box, player, then four constant planes that one-hot
+        the first move of the tool's latest proposal (U, D, L, R; all zero for the tool, in
+        ``single`` mode, or when the proposal did not parse)."""
+        board = self.board
+        assert board is not None, "reset() first"
+        obs = np.zeros(self.numeric_observation_shape(), dtype=np.float32)
+        flat = obs.reshape(8, -1)
+        flat[0, list(board.walls)] = 1.0
+        flat[1, list(board.goals)] = 1.0
+        flat[2, list(self.boxes)] = 1.0
+        flat[3, self.player] = 1.0
+        if agent == "planner" and self.mode == "mas" and self.proposed_first is not None:
+            flat[4 + _MOVES.index(self.proposed_first)] = 1.0
+        return obs

@@ -1,0 +1,151 @@
+"""Every text of the Sokoban env: system texts, the prompt builder, the answer parser and format.
+
+The prompt always shows the live board, the boxes on goals, the player's position and the moves
+made so far (a pitfall of the reference prompt was to hide the current state); the planner also
+sees the tool agent's latest proposal. A later tool variant that writes plan code can add its own
+system text and instructions here without touching the ``single`` texts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mas_envs.moves import ParsedMoves, format_moves, parse_moves
+from mas_envs.spaces import clean_text
+
+__all__ = [
+    "SYSTEM",
+    "answer_text",
+    "build_prompt",
+    "failed_note",
+    "parse_answer",
+    "proposal_line",
+    "unparsed_note",
+]
+
+SYSTEM: dict[tuple[str, str], str] = {
+    ("single", "planner"): (
+        "You are an expert Sokoban player. Solve the puzzle with as few moves as you can. "
+        "Think briefly, then give your moves after a line '####'."
+    ),
+    ("mas", "tool"): (
+        "You are the tool agent of a two-agent team that solves Sokoban puzzles. Work out a "
+        "complete plan of moves that puts every box on a goal. The planner agent reads your "
+        "plan and decides the moves actually made; your plan does not move anything by itself."
+    ),
+    ("mas", "planner"): (
+        "You are the planner of a two-agent team that solves Sokoban puzzles. A tool agent "
+        "proposes a plan of moves; check it against the board, fix it if it is wrong, and give "
+        "the moves to make now. Only your moves change the board."
+    ),
+}
+"""System text per (mode, role)."""
+
+_RULES = (
+    "Sokoban: push every box onto a goal.\n\n"
+    "Legend: # wall, _ floor, . goal, $ box, * box on a goal, @ you, + you on a goal.\n"
+    "Moves: U (up), D (down), L (left), R (right), one square each. Walking into a box pushes it "
+    "one square if the square behind it is free (floor or goal); boxes cannot be pulled. A move "
+    "into a wall, or a push into a wall or another box, fails and you stay put. A box pushed "
+    "into a corner that is not a goal can never be moved out of it.\n\n"
+)
+_ASK = {
+    "tool": "Give your complete plan, in order, after a line '####', for example:\n#### U, R, R, D",
+    "planner": (
+        "Give the moves to make now, in order, after a line '####', for example:\n#### U, R, R, D"
+    ),
+}
+_STUCK = (
+    "Warning: a box is stuck where it can never reach a goal; the puzzle cannot be solved any "
+    "more.\n"
+)
+# What well-behaved answers look like, parsed without the general parser's regexes.
+_SIMPLE = re.compile(r"[ \t\n]*[UDLR](?:[ \t]*,?[ \t]*[UDLR])*[ \t\n.]*")
+
+
+def build_prompt(
+    *,
+    role: str,
+    board_text: str,
+    turn: int,
+    max_turns: int,
+    on_goals: int,
+    n_boxes: int,
+    row: int,
+    col: int,
+    made: tuple[str, ...],
+    note: str,
+    stuck: bool,
+    proposal: str | None,
+) -> str:
+    """The user prompt for ``role`` (``"tool"`` or ``"planner"``) now.
+
+    Args:
+        role: Which instructions end the prompt.
+        board_text: The ASCII board.
+        turn: The current turn, counted from 1.
+        max_turns: Turns in an episode.
+        on_goals: Boxes on goals now.
+        n_boxes: Boxes in the level.
+        row: The player's row, counted from 0 at the top.
+        col: The player's column, counted from 0 at the left.
+        made: Moves made so far in the episode.
+        note: What went wrong with the last answer that could move the player (a line from
+            :func:`failed_note` or :func:`unparsed_note`), or ``""``.
+        stuck: A box can never reach a goal any more.
+        proposal: For the planner in the team: the tool agent's latest proposal, as a line of
+            text (already cleaned); ``None`` for everyone else.
+    """
+    parts = [
+        _RULES,
+        f"Current state (turn {turn} of {max_turns}; boxes on goals: {on_goals}/{n_boxes}; "
+        f"you are at row {row}, column {col}, counting from 0 at the top left):\n",
+        board_text,
+        f"\n\nMoves made so far ({len(made)}): {format_moves(made)}\n",
+    ]
+    if note:
+        parts.append(note)
+    if stuck:
+        parts.append(_STUCK)
+    if proposal is not None:
+        parts.append(f"\nThe tool agent's proposal: {proposal}\n")
+    parts.append("\n")
+    parts.append(_ASK[role])
+    return "".join(parts)
+
+
+def failed_note(invalid: tuple[tuple[int, str], ...]) -> str:
+    """The prompt line on failed moves, from ``(index in the answer, move)`` pairs."""
+    shown = ", ".join(f"{m} (move {i + 1})" for i, m in invalid)
+    return f"Failed moves of the last answer (you stayed put): {shown}\n"
+
+
+def unparsed_note(reason: str) -> str:
+    """The prompt line on a last answer that did not parse."""
+    return f"The last answer did not parse, nothing moved: {clean_text(reason)}\n"
+
+
+def proposal_line(moves: tuple[str, ...] | None, reason: str) -> str:
+    """How the planner sees the tool agent's latest answer."""
+    if moves is None:
+        return f"none (its answer did not parse: {clean_text(reason)})"
+    return f"{format_moves(moves)} ({len(moves)} moves)"
+
+
+def parse_answer(text: str, max_moves: int) -> ParsedMoves:
+    """Parse a move list; see :func:`mas_envs.moves.parse_moves` for what is accepted.
+
+    A plain ``#### U, R, D`` (the format the prompt asks for) is read directly; anything else
+    goes to the general parser, which returns the same moves for the plain form.
+    """
+    _, sep, tail = text.rpartition("####")
+    if sep and _SIMPLE.fullmatch(tail):
+        moves = tuple(ch for ch in tail if ch in "UDLR")
+        if len(moves) <= max_moves:
+            return ParsedMoves(moves, "")
+    return parse_moves(text, max_moves)
+
+
+def answer_text(moves: tuple[str, ...]) -> str:
+    """An answer in the exact format the prompt asks for: ``#### U, R, R``."""
+    return f"#### {', '.join(moves)}"

@@ -1,0 +1,362 @@
+"""Sudoku (``mas/Sudoku-v0``): fill a 4x4 or 9x9 grid that has exactly one solution.
+
+Env card
+========
+
+**Task.** A ``size x size`` Sudoku (4, the paper's default, or 9) with ``clues`` given digits and
+exactly one solution, generated from the level id (:mod:`mas_envs.sudoku.generate`): a random full
+grid, then clues removed while the solution stays unique.
+
+**Roles** (turn order; one turn = one cycle):
+
+* ``mode="mas"`` (default): ``tool`` proposes a solution (a whole grid or fills); it is only
+  *scored* on a copy of the board. Then ``planner`` sees the proposal, normalised to the grid it
+  would give, with a rule check (clues kept, repeated digits, empty cells; no hidden information)
+  and decides what is actually filled.
+* ``mode="single"``: one ``planner`` does the whole task (the single-agent baseline).
+
+**Observation.** ``{"system": str, "prompt": str}``. The prompt shows the rules, the given clues
+(these never change), the current board with the number of empty cells, every move made so far
+(cells filled or erased, rejected and unreadable answers with the reason), the turn, for the
+planner the tool agent's proposal of this turn, and the answer format. See ``docs/envs/sudoku.md``
+for a full example.
+
+**Action.** Text; the answer is read after the last ``####`` line (else the last code fence, else
+the last fill list or grid in the text; :mod:`mas_envs.sudoku.prompts`). Two forms:
+
+* the whole board, one row per line, digits separated by spaces, ``.`` (or ``0``/``_``) for an
+  empty cell; box lines, commas, brackets and ``Row 1:`` labels are tolerated::
+
+      ####
+      1 2 3 4
+      3 4 1 2
+      2 1 4 3
+      4 3 2 1
+
+  The grid replaces the board: a ``.`` on a cell filled earlier erases it.
+* fills ``[[row, column, digit], ...]``, rows and columns numbered **from 1**: ``#### [[1, 3, 4]]``.
+  A fill overwrites that cell; other cells stay.
+
+**Rules and rewards** (local reward of one answer; REFERENCE.md's numbers):
+
+======================================================  =================================
+event                                                   local reward
+======================================================  =================================
+unreadable answer (no grid/fill list, wrong shape,      -1.0 (``format_penalty``),
+row/column/digit out of range, one cell two digits)     board unchanged
+changes or erases a given clue                          -0.5, rejected (board unchanged)
+a digit twice in a row, column or box afterwards        -0.5, rejected (board unchanged)
+an accepted move: progress shaping                      ``phi(after) - phi(before)``,
+                                                        ``phi = (correct - wrong) / E``
+the board equals the solution afterwards                +2.0 on top of the shaping
+======================================================  =================================
+
+``E`` is the number of cells to fill (``size**2 - clues``); ``correct``/``wrong`` count the filled
+non-clue cells that do/do not match the hidden solution. A move that solves an empty board scores
+``1 + 2 = 3``; a wrong digit costs ``1/E``, correcting it earns ``2/E``.
+
+``planner``: the reward of its answer on the real board. ``tool``: the reward its proposal *would*
+earn on the current board (a copy; the real board never changes). A proposal that changes a clue
+is never a success, whatever else it gets right (a pitfall of the paper's code: full grids that
+ignored the clues were accepted). Team reward: 1.0 when the real board is solved by this action,
+else 0.0. Each agent gets ``alpha * team + local``.
+
+**Success.** The real board equals the puzzle's unique solution (``infos[agent]["success"]``).
+
+**Termination.** Terminated when solved; truncated after ``max_turns`` turns (default 3, the
+paper's: a whole solution fits in one answer, so three turns leave two corrections).
+
+**Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the puzzle
+for the env's ``size`` and ``clues``; ids per split are ``GAME_SPLITS`` (disjoint).
+
+**Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 24-80, default 30;
+fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells
+after the answer, on the board it was scored on) and ``valid`` (the answer kept the rules).
+
+**Numeric view.** ``size**3`` discrete actions, one fill each (``a = (row * size + col) * size +
+digit - 1``, 0-based, as text ``#### [[row+1, col+1, digit]]``), and a ``(2 * size + 1, size,
+size)`` float32 observation: one plane per digit on the board, the clue mask, and one plane per
+digit of the tool agent's latest proposed grid (planner in ``mas`` mode; zeros otherwise).
+
+**Version history.** v0: first version.
+"""
+
+from __future__ import annotations
+
+from operator import eq, itemgetter
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mas_envs import registry
+from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.spaces import clean_text
+from mas_envs.sudoku import prompts
+from mas_envs.sudoku.board import conflict, format_grid, geometry
+from mas_envs.sudoku.generate import check_config, generate
+from mas_envs.sudoku.render import render_board
+
+__all__ = ["SudokuEnv"]
+
+SOLVED_REWARD = 2.0
+INVALID_REWARD = -0.5
+
+
+class SudokuEnv(TextEnv):
+    """Sudoku with a tool agent that proposes and a planner that fills (see the module card).
+
+    Args:
+        size: Board size, 4 or 9.
+        clues: Given digits (``None``: 6 for 4x4, 30 for 9x9); see
+            :data:`mas_envs.sudoku.generate.CLUE_RANGE`.
+        mode, alpha, max_turns, split, render_mode, max_action_chars: See :class:`TextEnv`.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "ansi", "rgb_array"],
+        "name": "sudoku_v0",
+        "render_fps": 2,
+        "is_parallelizable": True,
+    }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {
+        "mas": ("tool", "planner"),
+        "single": ("planner",),
+    }
+
+    def __init__(
+        self, *, size: int = 4, clues: int | None = None, max_turns: int = 3, **kwargs: Any
+    ):
+        self.clues = check_config(size, clues)
+        self.size = size
+        super().__init__(max_turns=max_turns, **kwargs)
+        geo = geometry(size)
+        self._rules = prompts.rules_text(size, geo.box, max_turns)
+        self._format = prompts.format_text(size)
+        self._systems = {a: prompts.system_text(self.mode, a) for a in self.possible_agents}
+
+    # ------------------------------------------------------------------ task
+
+    def task_ids(self, split: str | None = None) -> range:
+        return registry.GAME_SPLITS[split or self.split]
+
+    def _load_task(self, task_id: TaskId) -> None:
+        if isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)) or task_id < 0:
+            raise ValueError(f"a Sudoku task id is a non-negative int level id, got {task_id!r}")
+        n = self.size
+        puzzle, solution = generate(np.random.default_rng(int(task_id)), n, self.clues)
+        free = tuple(i for i, v in enumerate(puzzle) if not v)
+        given = tuple(i for i, v in enumerate(puzzle) if v)
+        self._puzzle, self._solution = puzzle, solution
+        self._free_get = itemgetter(*free)
+        self._free_solution = self._free_get(solution)
+        self._n_free = len(free)
+        self._given = given
+        self._clue_get = itemgetter(*given)
+        self._clue_values = self._clue_get(puzzle)
+        self._clue_text = format_grid(puzzle, n, boxes=True)
+        # Game state: immutable values only, so clone() copies nothing.
+        self._board = puzzle
+        self._score = 0  # correct - wrong over the free cells of the board
+        self._history: tuple[tuple[int, bytes, bytes | None, str], ...] = ()
+        self._proposal: tuple[int, bytes | None, str] | None = None
+
+    # ------------------------------------------------------------------ rules and rewards
+
+    def _score_of(self, board: bytes) -> int:
+        cells = self._free_get(board)
+        correct = sum(map(eq, cells, self._free_solution))
+        return 2 * correct - (self._n_free - cells.count(0))
+
+    def _judge(self, text: str) -> tuple[Outcome, bytes | None, int]:
+        """Score ``text`` against the current board without changing anything.
+
+        Returns the outcome (``team_reward`` not set), the board the answer gives (``None`` when
+        it did not parse), and that board's score.
+        """
+        n, board = self.size, self._board
+        parsed = prompts.parse_answer(text, n)
+        if parsed.reason:
+            return Outcome(self.format_penalty, parsed=False, reason=parsed.reason), None, 0
+        puzzle = self._puzzle
+        reason = ""
+        if parsed.grid is not None:
+            new = parsed.grid
+            if self._clue_get(new) != self._clue_values:
+                i = next(i for i in self._given if new[i] != puzzle[i])
+                reason = _clue_reason(i, new[i], puzzle[i], n)
+        else:
+            work = bytearray(board)
+            for i, v in parsed.fills or ():
+                if puzzle[i] and puzzle[i] != v and not reason:
+                    reason = _clue_reason(i, v, puzzle[i], n)
+                work[i] = v
+            new = bytes(work)
+        if not reason and new != self._solution:
+            reason = conflict(new, n)
+        if reason:
+            info = {"valid": False, "empty": new.count(0)}
+            return Outcome(INVALID_REWARD, reason=reason, info=info), new, self._score
+        score = self._score_of(new)
+        reward = (score - self._score) / self._n_free
+        solved = new == self._solution
+        if solved:
+            reward += SOLVED_REWARD
+        info = {"valid": True, "empty": new.count(0)}
+        return Outcome(reward, success=solved, done=solved, info=info), new, score
+
+    def _apply(self, agent: str, text: str) -> Outcome:
+        out, new, score = self._judge(text)
+        if agent == "tool":
+            self._proposal = (self.turn, new, out.reason)
+            return out._replace(success=False, done=False)
+        if new is None or out.reason:
+            note = ("not read: " if new is None else "rejected: ") + out.reason
+            self._history = (*self._history, (self.turn, self._board, None, note))
+        else:
+            self._history = (*self._history, (self.turn, self._board, new, ""))
+            self._board, self._score = new, score
+        return out._replace(team_reward=1.0 if out.success else 0.0)
+
+    # ------------------------------------------------------------------ text
+
+    def _system(self, agent: str) -> str:
+        return self._systems[agent]
+
+    def _prompt(self, agent: str) -> str:
+        n = self.size
+        parts = [
+            self._rules,
+            f"Given clues (these never change):\n{self._clue_text}",
+            f"Current board ({self._board.count(0)} of {n * n} cells empty):\n"
+            + format_grid(self._board, n, boxes=True),
+            "Moves so far:\n" + self._history_text(),
+            f"Turn {self.turn + 1} of {self.max_turns}.",
+        ]
+        if agent == "tool":
+            parts.append(
+                "Propose the complete solution. It is scored but does not change the board; the "
+                "planner decides what is filled."
+            )
+        elif self.mode == "mas":
+            parts.append(self._proposal_text())
+            parts.append(
+                "Decide the cells to fill on the board: you may use, correct or ignore the "
+                "proposal."
+            )
+        else:
+            parts.append("Decide the cells to fill on the board.")
+        parts.append(self._format)
+        return "\n\n".join(parts)
+
+    def _history_text(self) -> str:
+        if not self._history:
+            return "(none yet)"
+        n = self.size
+        lines = []
+        for turn, before, after, note in self._history:
+            if after is None:
+                lines.append(f"turn {turn + 1}: {clean_text(note)}; the board did not change")
+                continue
+            filled = [
+                (i, v) for i, (u, v) in enumerate(zip(before, after, strict=True)) if u != v and v
+            ]
+            erased = [i for i, (u, v) in enumerate(zip(before, after, strict=True)) if u and not v]
+            done = []
+            if filled:
+                done.append("filled " + prompts.format_fills(filled, n))
+            if erased:
+                done.append(
+                    "erased " + ", ".join(f"row {i // n + 1} column {i % n + 1}" for i in erased)
+                )
+            lines.append(f"turn {turn + 1}: " + ("; ".join(done) if done else "no change"))
+        return "\n".join(lines)
+
+    def _proposal_text(self) -> str:
+        if self._proposal is None or self._proposal[0] != self.turn:
+            return "The tool agent has made no proposal this turn."
+        _, grid, reason = self._proposal
+        if grid is None:
+            return f"The tool agent's answer could not be read: {clean_text(reason)}"
+        if reason:
+            check = f"rejected by the rules: {reason}"
+        else:
+            check = (
+                "keeps every clue, no digit twice in a row, column or box, "
+                f"{grid.count(0)} cells empty"
+            )
+        return (
+            "The tool agent's proposal (as a board):\n"
+            + format_grid(grid, self.size, boxes=True)
+            + f"\nRule check of the proposal: {check}."
+        )
+
+    # ------------------------------------------------------------------ policies
+
+    def oracle_action(self, agent: str | None = None) -> str:
+        return "####\n" + format_grid(self._solution, self.size)
+
+    def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        n = self.size
+        free = [i for i, v in enumerate(self._puzzle) if not v]
+        if rng.random() < 0.5:  # a whole grid: clues kept, every other cell a random digit
+            grid = bytearray(self._puzzle)
+            for i in free:
+                grid[i] = int(rng.integers(1, n + 1))
+            return "####\n" + format_grid(bytes(grid), n)
+        cells = rng.choice(free, size=int(rng.integers(1, len(free) + 1)), replace=False)
+        fills = [(int(i), int(rng.integers(1, n + 1))) for i in cells]
+        return "#### " + prompts.format_fills(fills, n)
+
+    # ------------------------------------------------------------------ render
+
+    def _render_text(self) -> str:
+        status = "solved" if self.success else f"{self._board.count(0)} empty"
+        return (
+            f"Sudoku {self.size}x{self.size} (level {self.task_id}, turn {self.turn}, {status})\n"
+            + format_grid(self._board, self.size, boxes=True)
+        )
+
+    def _render_rgb(self) -> np.ndarray:
+        return render_board(self._board, self._puzzle, self.size)
+
+    # ------------------------------------------------------------------ numeric view
+
+    def numeric_action_count(self) -> int:
+        """Discrete actions per agent: one fill (cell, digit) each, ``size**3``."""
+        return self.size**3
+
+    def numeric_action_text(self, agent: str, action: int) -> str:
+        """The answer text of discrete ``action``: ``#### [[row, col, digit]]`` (1-based)."""
+        n = self.size
+        if not 0 <= action < n**3:
+            raise ValueError(f"action must be in 0..{n**3 - 1} for a {n}x{n} Sudoku, got {action}")
+        return "#### " + prompts.format_fills([(action // n, action % n + 1)], n)
+
+    def numeric_observation_shape(self) -> tuple[int, ...]:
+        """``(2 * size + 1, size, size)``: board digits, clue mask, proposed digits."""
+        return (2 * self.size + 1, self.size, self.size)
+
+    def numeric_observation(self, agent: str) -> np.ndarray:
+        """One-hot planes of the board, the clue mask and the tool's proposed grid (planner)."""
+        n = self.size
+        obs = np.zeros((2 * n + 1, n * n), np.float32)
+        cells = np.arange(n * n)
+        board = np.frombuffer(self._board, np.uint8)
+        filled = board > 0
+        obs[board[filled].astype(np.intp) - 1, cells[filled]] = 1.0
+        obs[n] = np.frombuffer(self._puzzle, np.uint8) > 0
+        proposal = self._proposal
+        if agent == "planner" and self.mode == "mas" and proposal and proposal[0] == self.turn:
+            grid = proposal[1]
+            if grid is not None:
+                digits = np.frombuffer(grid, np.uint8)
+                filled = digits > 0
+                obs[n + digits[filled].astype(np.intp), cells[filled]] = 1.0
+        return obs.reshape(2 * n + 1, n, n)
+
+
+def _clue_reason(cell: int, value: int, clue: int, n: int) -> str:
+    where = f"row {cell // n + 1}, column {cell % n + 1}"
+    if not value:
+        return f"erases the given clue {clue} in {where}"
+    return f"changes the given clue in {where} from {clue} to {value}"

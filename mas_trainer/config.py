@@ -1,0 +1,600 @@
+"""Typed run configuration for ``mas-train``: seven frozen sections, named presets, overrides.
+
+A :class:`TrainConfig` has seven sections (``model``, ``env``, ``rollout``, ``algo``, ``optim``,
+``run``, ``eval``), each a frozen dataclass of plain fields. The docstring under each field is its
+``--help`` text. A config is built from a named preset (``plan-path-tiny`` is the default), then a
+config file (``--config FILE``, JSON or TOML, ``{"section": {"field": value}}``), then command-line
+overrides (``--section.field value``), in that order; unknown names and bad values raise
+:class:`ConfigError` with a message that says what to do.
+
+This module imports no torch, so ``mas-train --help`` is instant.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import difflib
+import functools
+import inspect
+import itertools
+import json
+import math
+import textwrap
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PRESETS",
+    "AlgoConfig",
+    "ConfigError",
+    "EnvConfig",
+    "EvalConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "RolloutConfig",
+    "RunConfig",
+    "TrainConfig",
+    "build_config",
+    "config_to_dict",
+    "field_docs",
+    "help_text",
+]
+
+
+class ConfigError(ValueError):
+    """A config name or value is wrong; the message says which and what is allowed."""
+
+
+def _check(ok: bool, message: str) -> None:
+    if not ok:
+        raise ConfigError(message)
+
+
+def _choice(section: str, name: str, value: Any, allowed: Sequence[Any]) -> None:
+    _check(value in allowed, f"{section}.{name} must be one of {list(allowed)}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """The model that every policy starts from."""
+
+    name: str = "tiny:tiny"
+    """Model to train: a local path, a hub id, or ``tiny:<preset>`` (built in code, random init,
+    no download; presets in ``mas_trainer.models``)."""
+    dtype: str = "float32"
+    """Parameter dtype: ``float32`` or ``bfloat16``."""
+    device: str = "cpu"
+    """Torch device of learners and engines: ``cpu``, ``cuda``, ``cuda:1``..."""
+    engine_batch_size: int = 256
+    """Most sequences one generation forward pass holds (larger batches are split)."""
+
+    def __post_init__(self) -> None:
+        _check(bool(self.name), "model.name must be a path, a hub id or tiny:<preset>")
+        _choice("model", "dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _check(self.engine_batch_size >= 1, "model.engine_batch_size must be >= 1")
+
+
+@dataclass(frozen=True)
+class EnvConfig:
+    """The environment the team plays."""
+
+    id: str = "mas/PlanPath-v0"
+    """Registered env id (``mas_envs.list_envs()`` lists them)."""
+    mode: str = "mas"
+    """``mas`` (the multi-agent team) or ``single`` (one role does the whole task: the baseline)."""
+    alpha: float = 1.0
+    """Team-reward weight: each agent's reward is ``alpha * team + local``."""
+    max_turns: int = 3
+    """Turns (cycles through all roles) before an episode is truncated."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Extra constructor arguments of the env (difficulty), as JSON, e.g. ``'{"size": 5}'``."""
+
+    def __post_init__(self) -> None:
+        _choice("env", "mode", self.mode, ("mas", "single"))
+        _check(math.isfinite(self.alpha), f"env.alpha must be finite, got {self.alpha}")
+        _check(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
+
+
+@dataclass(frozen=True)
+class RolloutConfig:
+    """How training episodes are sampled."""
+
+    mode: str = "tree"
+    """``tree`` (AT-GRPO: K clones per turn and agent, continue from the best) or ``parallel`` (K
+    independent episodes per task, grouped by (task, turn, agent): the paper's baseline)."""
+    k: int = 4
+    """Candidates per (turn, agent) in tree mode; independent episodes per task in parallel mode."""
+    tasks_per_step: int = 16
+    """Root environments (distinct training tasks) per training step."""
+    temperature: float = 1.0
+    """Sampling temperature (the learner scores log-probs at the same temperature)."""
+    top_p: float = 1.0
+    """Nucleus sampling mass (1.0 = full vocabulary, which the learner's loss assumes)."""
+    max_new_tokens: int = 32
+    """Most tokens one agent turn may write."""
+    tie_break: str = "first"
+    """Which best branch to continue from when rewards tie: ``first`` or ``random`` (seeded)."""
+
+    def __post_init__(self) -> None:
+        _choice("rollout", "mode", self.mode, ("tree", "parallel"))
+        _check(self.k >= 1, f"rollout.k must be >= 1, got {self.k}")
+        _check(self.tasks_per_step >= 1, "rollout.tasks_per_step must be >= 1")
+        _check(self.temperature > 0, f"rollout.temperature must be > 0, got {self.temperature}")
+        _check(0 < self.top_p <= 1, f"rollout.top_p must be in (0, 1], got {self.top_p}")
+        _check(self.max_new_tokens >= 1, "rollout.max_new_tokens must be >= 1")
+        _choice("rollout", "tie_break", self.tie_break, ("first", "random"))
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """The AT-GRPO objective and the policy map."""
+
+    policy_map: str = "shared"
+    """``shared`` (one model for all roles), ``per_role`` (one model per role) or
+    ``per_role_lora`` (one frozen base, one LoRA adapter per role; needs peft)."""
+    clip_low: float = 0.2
+    """PPO lower clip: ratios below ``1 - clip_low`` stop pushing."""
+    clip_high: float = 0.2
+    """PPO upper clip: ratios above ``1 + clip_high`` stop pushing."""
+    dual_clip: float = 3.0
+    """Dual-clip bound for negative advantages (0 disables)."""
+    kl_coef: float = 0.0
+    """Weight of the k3 KL penalty to the initial policy (0 = no reference model, the paper)."""
+    adv_eps: float = 1e-6
+    """Epsilon in ``(r - mean) / (std + eps)``."""
+    drop_zero_var: bool = False
+    """Leave zero-variance groups (no signal) out of the update instead of training them at A=0."""
+    lora_r: int = 16
+    """LoRA rank for ``per_role_lora``."""
+    lora_alpha: int = 32
+    """LoRA alpha for ``per_role_lora``."""
+
+    def __post_init__(self) -> None:
+        _choice("algo", "policy_map", self.policy_map, ("shared", "per_role", "per_role_lora"))
+        _check(0 <= self.clip_low < 1, f"algo.clip_low must be in [0, 1), got {self.clip_low}")
+        _check(self.clip_high >= 0, f"algo.clip_high must be >= 0, got {self.clip_high}")
+        _check(
+            self.dual_clip == 0 or self.dual_clip > 1,
+            f"algo.dual_clip must be 0 (off) or > 1, got {self.dual_clip}",
+        )
+        _check(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
+        _check(self.adv_eps > 0, f"algo.adv_eps must be > 0, got {self.adv_eps}")
+        _check(self.lora_r >= 1 and self.lora_alpha >= 1, "algo.lora_r and lora_alpha must be >= 1")
+
+
+@dataclass(frozen=True)
+class OptimConfig:
+    """Optimisation: the RL phase and the supervised warm start before it."""
+
+    steps: int = 100
+    """RL training steps (one rollout + one update per step)."""
+    lr: float = 1e-6
+    """AdamW learning rate of the RL phase."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Global gradient-norm clip."""
+    mini_batch_size: int = 16
+    """Samples per optimiser step inside one update."""
+    warmstart_steps: int = 0
+    """Supervised steps on oracle transcripts before RL (0 = no warm start)."""
+    warmstart_lr: float = 1e-3
+    """AdamW learning rate of the warm start."""
+    warmstart_batch_size: int = 32
+    """Samples per warm-start step."""
+    warmstart_episodes: int = 256
+    """Oracle episodes (training split) whose turns form the warm-start data."""
+
+    def __post_init__(self) -> None:
+        _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
+        _check(self.lr > 0 and self.warmstart_lr > 0, "optim.lr and warmstart_lr must be > 0")
+        _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
+        _check(self.grad_clip > 0, "optim.grad_clip must be > 0")
+        _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")
+        _check(self.warmstart_steps >= 0, "optim.warmstart_steps must be >= 0")
+        _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
+        _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Where outputs go, seeding, and bookkeeping."""
+
+    out_dir: str = "runs"
+    """Folder that holds run folders."""
+    name: str = ""
+    """Run folder name (default: preset name + UTC time)."""
+    resume: str = ""
+    """A run folder to continue (its config is used; overrides here still apply)."""
+    seed: int = 0
+    """Seed of model init, task draws, sampling and tie breaks."""
+    save_every: int = 50
+    """Checkpoint every N steps (and always at the end and on Ctrl-C); 0 = only then."""
+    log_transcripts: int = 2
+    """Episodes per eval written to ``transcripts.jsonl`` (0 = none)."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default)."""
+    wandb: bool = False
+    """Also log to Weights & Biases (needs the wandb extra)."""
+    progress: bool = True
+    """Show the tqdm progress bar."""
+
+    def __post_init__(self) -> None:
+        _check(self.save_every >= 0, "run.save_every must be >= 0")
+        _check(self.log_transcripts >= 0, "run.log_transcripts must be >= 0")
+        _check(self.threads >= 0, "run.threads must be >= 0")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """Held-out evaluation (greedy decoding, first N test-split tasks)."""
+
+    episodes: int = 64
+    """Test-split episodes per evaluation."""
+    every: int = 0
+    """Evaluate every N RL steps as well (0 = only at step 0, after warm start, and at the end)."""
+    split: str = "test"
+    """Split evaluated: ``test`` (report) or ``validation`` (model selection)."""
+
+    def __post_init__(self) -> None:
+        _check(self.episodes >= 1, f"eval.episodes must be >= 1, got {self.episodes}")
+        _check(self.every >= 0, "eval.every must be >= 0")
+        _choice("eval", "split", self.split, ("train", "validation", "test"))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A whole ``mas-train`` run."""
+
+    model: ModelConfig = field(default_factory=ModelConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    algo: AlgoConfig = field(default_factory=AlgoConfig)
+    optim: OptimConfig = field(default_factory=OptimConfig)
+    run: RunConfig = field(default_factory=RunConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    preset: str = "custom"
+
+
+SECTIONS = ("model", "env", "rollout", "algo", "optim", "run", "eval")
+
+
+def _section_class(name: str) -> type:
+    return typing.get_type_hints(TrainConfig)[name]
+
+
+# ------------------------------------------------------------------------------- value parsing
+
+
+def _parse_value(where: str, annotation: Any, raw: Any) -> Any:
+    """Convert ``raw`` (a CLI string or a JSON/TOML value) to the field's type."""
+    origin = typing.get_origin(annotation)
+    if annotation is bool:
+        if isinstance(raw, bool):
+            return raw
+        text = str(raw).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{where} expects true or false, got {raw!r}")
+    if annotation is int:
+        if isinstance(raw, bool):
+            raise ConfigError(f"{where} expects an integer, got {raw!r}")
+        try:
+            value = int(raw) if not isinstance(raw, float) else None
+        except (TypeError, ValueError):
+            value = None
+        if value is None:
+            raise ConfigError(f"{where} expects an integer, got {raw!r}")
+        return value
+    if annotation is float:
+        if isinstance(raw, bool):
+            raise ConfigError(f"{where} expects a number, got {raw!r}")
+        try:
+            return float(raw)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{where} expects a number, got {raw!r}") from None
+    if annotation is str:
+        if not isinstance(raw, str):
+            raise ConfigError(f"{where} expects text, got {raw!r}")
+        return raw
+    if origin is dict:
+        if isinstance(raw, Mapping):
+            return dict(raw)
+        try:
+            value = json.loads(raw)
+        except (TypeError, json.JSONDecodeError):
+            value = None
+        if not isinstance(value, dict):
+            raise ConfigError(
+                f"{where} expects a JSON object such as '{{\"size\": 5}}', got {raw!r}"
+            )
+        return value
+    raise TypeError(f"{where}: unsupported config type {annotation!r}")  # a bug in this module
+
+
+def _unknown(kind: str, name: str, known: Sequence[str]) -> ConfigError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return ConfigError(f"unknown {kind} {name!r}; {hint}known: {', '.join(known)}")
+
+
+def _apply(cfg: TrainConfig, values: Mapping[str, Any], *, origin: str) -> TrainConfig:
+    """Return ``cfg`` with ``{section: {field: value}}`` applied (values parsed and validated)."""
+    new_sections: dict[str, Any] = {}
+    for section, fields in values.items():
+        if section == "preset":
+            continue
+        if section not in SECTIONS:
+            raise _unknown(f"config section in {origin}", section, SECTIONS)
+        if not isinstance(fields, Mapping):
+            raise ConfigError(f"{origin}: section {section!r} must be a table of fields")
+        cls = _section_class(section)
+        hints = typing.get_type_hints(cls)
+        current = new_sections.get(section, getattr(cfg, section))
+        parsed = {}
+        for name, raw in fields.items():
+            if name not in hints:
+                raise _unknown(f"field in section {section!r} ({origin})", name, list(hints))
+            parsed[name] = _parse_value(f"--{section}.{name}", hints[name], raw)
+        try:
+            new_sections[section] = dataclasses.replace(current, **parsed)
+        except ConfigError as err:
+            raise ConfigError(f"{err} ({origin})") from None
+    return dataclasses.replace(cfg, **new_sections)
+
+
+def _read_file(path: str) -> dict[str, Any]:
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"config file {path!r} does not exist")
+    text = p.read_text()
+    try:
+        if p.suffix == ".toml":
+            import tomllib
+
+            data: Any = tomllib.loads(text)
+        elif p.suffix == ".json":
+            data = json.loads(text)
+        else:
+            raise ConfigError(f"config file {path!r}: use a .json or .toml file")
+    except (ValueError, ImportError) as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"config file {path!r} is not valid {p.suffix[1:]}: {err}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path!r} must hold a table of sections")
+    return data
+
+
+def _parse_overrides(args: Sequence[str]) -> dict[str, dict[str, str]]:
+    """``["--optim.lr", "1e-4", "--run.name=x"]`` -> ``{"optim": {"lr": "1e-4"}, "run": {...}}``."""
+    out: dict[str, dict[str, str]] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if not arg.startswith("--") or "." not in arg:
+            raise ConfigError(
+                f"unexpected argument {arg!r}; overrides look like --section.field value "
+                "(mas-train --help lists them)"
+            )
+        key, eq, value = arg[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(args):
+                raise ConfigError(f"{arg} needs a value")
+            value = args[i + 1]
+            i += 1
+        section, _, name = key.partition(".")
+        out.setdefault(section, {})[name] = value
+        i += 1
+    return out
+
+
+def build_config(
+    preset: str | None = None,
+    *,
+    base: TrainConfig | None = None,
+    config_file: str | None = None,
+    overrides: Sequence[str] = (),
+) -> TrainConfig:
+    """Build a config: the preset, then the config file, then ``--section.field value`` overrides.
+
+    Args:
+        preset: A name in :data:`PRESETS`; ``None`` takes the file's ``"preset"`` key or the default.
+        base: Start from this config instead of a preset (e.g. a resumed run's saved config).
+        config_file: A ``.json`` or ``.toml`` file of ``{section: {field: value}}``.
+        overrides: Command-line strings, ``--section.field value`` or ``--section.field=value``.
+
+    Raises:
+        ConfigError: An unknown preset, section or field, or a bad value.
+    """
+    file_values = _read_file(config_file) if config_file else {}
+    if base is not None:
+        cfg = base
+    else:
+        name = preset or file_values.get("preset") or DEFAULT_PRESET
+        if name not in PRESETS:
+            raise _unknown("preset", name, list(PRESETS))
+        cfg = PRESETS[name]
+    if file_values:
+        cfg = _apply(cfg, file_values, origin=f"config file {config_file!r}")
+    return _apply(cfg, _parse_overrides(overrides), origin="command line")
+
+
+def config_to_dict(cfg: TrainConfig) -> dict[str, Any]:
+    """The config as plain JSON-able data (what a run folder's ``config.json`` holds)."""
+    return dataclasses.asdict(cfg)
+
+
+def config_from_dict(data: Mapping[str, Any]) -> TrainConfig:
+    """Rebuild a config written by :func:`config_to_dict` (e.g. to resume a run)."""
+    base = TrainConfig(preset=str(data.get("preset", "custom")))
+    return _apply(base, {k: v for k, v in data.items() if k in SECTIONS}, origin="saved config")
+
+
+# ---------------------------------------------------------------------------------------- presets
+
+
+def _preset(name: str, **sections: dict[str, Any]) -> TrainConfig:
+    return _apply(TrainConfig(preset=name), sections, origin=f"preset {name!r}")
+
+
+_PLANPATH_TINY_ENV = {"size": 5, "wall_prob": 0.1}
+
+PRESETS: dict[str, TrainConfig] = {
+    # The embedded default: learns on 2 CPU cores in ~10 minutes (docs/trainer.md has the numbers).
+    "plan-path-tiny": _preset(
+        "plan-path-tiny",
+        model={"name": "tiny:tiny", "dtype": "float32"},
+        env={"id": "mas/PlanPath-v0", "max_turns": 3, "options": _PLANPATH_TINY_ENV},
+        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 24},
+        optim={
+            "steps": 40,
+            "lr": 1e-4,
+            "mini_batch_size": 64,
+            "warmstart_steps": 300,
+            "warmstart_lr": 2e-3,
+            "warmstart_batch_size": 32,
+            "warmstart_episodes": 512,
+        },
+        run={"save_every": 0},
+        eval={"episodes": 100},
+    ),
+    "sokoban-tiny": _preset(
+        "sokoban-tiny",
+        env={"id": "mas/Sokoban-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 24},
+        optim={
+            "steps": 40,
+            "lr": 1e-4,
+            "mini_batch_size": 64,
+            "warmstart_steps": 300,
+            "warmstart_lr": 2e-3,
+            "warmstart_episodes": 512,
+        },
+        eval={"episodes": 100},
+    ),
+    "sudoku-tiny": _preset(
+        "sudoku-tiny",
+        env={"id": "mas/Sudoku-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 48},
+        optim={
+            "steps": 40,
+            "lr": 1e-4,
+            "mini_batch_size": 64,
+            "warmstart_steps": 300,
+            "warmstart_lr": 2e-3,
+            "warmstart_episodes": 512,
+        },
+        eval={"episodes": 100},
+    ),
+    # GPU presets mirror the paper's settings (REFERENCE.md): K=4, 64 problems per step, clip 0.2 with
+    # dual clip 3, no KL, lr 1e-6, mini-batch 16, 1 epoch, 200+ steps, per-role models.
+    "plan-path-qwen3-1.7b": _preset(
+        "plan-path-qwen3-1.7b",
+        model={
+            "name": "Qwen/Qwen3-1.7B",
+            "dtype": "bfloat16",
+            "device": "cuda",
+            "engine_batch_size": 128,
+        },
+        env={"id": "mas/PlanPath-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048, "temperature": 1.0},
+        algo={"policy_map": "per_role"},
+        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
+        run={"save_every": 20},
+        eval={"episodes": 100, "every": 20},
+    ),
+    "plan-path-qwen3-8b": _preset(
+        "plan-path-qwen3-8b",
+        model={
+            "name": "Qwen/Qwen3-8B",
+            "dtype": "bfloat16",
+            "device": "cuda",
+            "engine_batch_size": 64,
+        },
+        env={"id": "mas/PlanPath-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
+        algo={"policy_map": "per_role"},
+        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
+        run={"save_every": 20},
+        eval={"episodes": 100, "every": 20},
+    ),
+    "sokoban-qwen3-8b": _preset(
+        "sokoban-qwen3-8b",
+        model={
+            "name": "Qwen/Qwen3-8B",
+            "dtype": "bfloat16",
+            "device": "cuda",
+            "engine_batch_size": 64,
+        },
+        env={"id": "mas/Sokoban-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
+        algo={"policy_map": "per_role"},
+        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
+        run={"save_every": 20},
+        eval={"episodes": 100, "every": 20},
+    ),
+    "sudoku-qwen3-1.7b": _preset(
+        "sudoku-qwen3-1.7b",
+        model={
+            "name": "Qwen/Qwen3-1.7B",
+            "dtype": "bfloat16",
+            "device": "cuda",
+            "engine_batch_size": 128,
+        },
+        env={"id": "mas/Sudoku-v0", "max_turns": 3},
+        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
+        algo={"policy_map": "per_role"},
+        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
+        run={"save_every": 20},
+        eval={"episodes": 100, "every": 20},
+    ),
+}
+"""Named configs; ``plan-path-tiny`` is what ``mas-train`` runs with no arguments."""
+
+DEFAULT_PRESET = "plan-path-tiny"
+
+
+# ----------------------------------------------------------------------------------------- help
+
+
+@functools.cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The docstring written under each field of dataclass ``cls`` (the ``--help`` texts)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs: dict[str, str] = {}
+    for node, nxt in itertools.pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            docs[node.target.id] = " ".join(nxt.value.value.split())
+    return docs
+
+
+def help_text(cfg: TrainConfig | None = None) -> str:
+    """Every ``--section.field`` with its type, its value in ``cfg`` (default preset) and its doc."""
+    cfg = cfg or PRESETS[DEFAULT_PRESET]
+    lines = []
+    for section in SECTIONS:
+        cls = _section_class(section)
+        lines.append(f"\n{section}: {inspect.getdoc(cls)}")
+        hints = typing.get_type_hints(cls)
+        docs = field_docs(cls)
+        for f in dataclasses.fields(cls):
+            value = getattr(getattr(cfg, section), f.name)
+            shown = json.dumps(value) if isinstance(value, dict) else repr(value)
+            type_name = getattr(hints[f.name], "__name__", str(hints[f.name]))
+            lines.append(f"  --{section}.{f.name} {type_name.upper()}  (now {shown})")
+            lines.extend("      " + line for line in textwrap.wrap(docs[f.name], 90))
+    return "\n".join(lines)

@@ -1,0 +1,292 @@
+"""Tree rollouts (AT-GRPO, DESIGN.md section 2) and the parallel-sampling baseline.
+
+Tree mode: for every root env, at turn t, for the agent i whose move it is, the root is cloned K
+times, K candidate texts are sampled from agent i's policy, each clone is stepped with one candidate
+and agent i's immediate reward ``env.rewards[i]`` is read right away. All K candidates become
+:class:`~mas_trainer.samples.TrainSample` s with the group key ``(root uid, t, i)``: the K samples of a
+key saw the exact same prompt, so their rewards are comparable. The root then continues from the best
+clone (argmax reward; ties: the first, or a seeded random pick), whose whole state (termination
+included) replaces it. Cost per root: K x agents x turns generations.
+
+Parallel mode (the paper's "parallel sampling" baseline): K independent episodes per task, one
+sample per (episode, turn, agent). A group of one sample carries no signal, so samples are grouped by
+``(task uid, turn, agent)`` across the K episodes; unlike the tree, their histories differ after the
+first move, which is exactly why the tree's groups are better.
+
+Single-agent mode is not a mode here: an env made with ``mode="single"`` has one role, and the same
+code runs it.
+
+Generation is batched: at each (turn, agent) step every live root's K candidates of one policy go to
+the engine in a single ``generate`` call. Everything else (prompt encoding, decoding, clones, env
+steps) is bookkeeping whose share of the time :class:`RolloutResult` reports.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from mas_envs.base import TextEnv
+from mas_trainer.samples import TrainSample
+
+__all__ = ["Episode", "RolloutResult", "TreeRollout", "encode_prompt"]
+
+
+class _Tokenizer(Protocol):
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+    def decode(self, token_ids: Any, **kwargs: Any) -> str: ...
+
+
+def encode_prompt(tokenizer: _Tokenizer, observation: Mapping[str, str]) -> list[int]:
+    """Chat-format one agent observation (system text + user prompt) into prompt token ids.
+
+    Each (agent, turn) call is one single-turn chat, as in the paper: the env writes the history
+    the agent needs into its prompt.
+    """
+    messages = [
+        {"role": "system", "content": observation["system"]},
+        {"role": "user", "content": observation["prompt"]},
+    ]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    if isinstance(ids, Mapping) or hasattr(
+        ids, "input_ids"
+    ):  # transformers 5 returns a BatchEncoding
+        ids = ids["input_ids"]
+    return list(ids)
+
+
+@dataclass
+class Episode:
+    """One played episode (the path of chosen branches).
+
+    Attributes:
+        uid: The root's uid (the task's uid for the K episodes of a parallel group).
+        task_id: The env's task id.
+        success: Solved at the end.
+        turns: Turns played.
+        returns: Sum of the chosen branches' rewards per role.
+        format_errors: Chosen actions that did not parse.
+        transcript: ``{"turn", "agent", "prompt", "action", "reward", "reason"}`` per chosen step,
+            when the rollout keeps transcripts.
+    """
+
+    uid: str
+    task_id: Any
+    success: bool = False
+    turns: int = 0
+    returns: dict[str, float] = field(default_factory=dict)
+    format_errors: int = 0
+    transcript: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class RolloutResult:
+    """Samples and episode summaries of one rollout, with timing.
+
+    Attributes:
+        samples: Every candidate of every (root, turn, agent), in generation order.
+        episodes: One per root (tree) or per independent episode (parallel).
+        gen_seconds: Time inside ``engine.generate``.
+        total_seconds: Wall time of the whole rollout.
+        gen_tokens: Completion tokens generated.
+    """
+
+    samples: list[TrainSample]
+    episodes: list[Episode]
+    gen_seconds: float
+    total_seconds: float
+    gen_tokens: int
+
+    @property
+    def other_share(self) -> float:
+        """Share of rollout time spent outside generation (env, clones, encoding, bookkeeping)."""
+        if self.total_seconds <= 0:
+            return 0.0
+        return max(0.0, self.total_seconds - self.gen_seconds) / self.total_seconds
+
+
+@dataclass
+class _Lane:
+    env: TextEnv
+    group_uid: str
+    episode: Episode
+
+
+class TreeRollout:
+    """Plays batches of episodes with one engine per policy and returns AT-GRPO samples.
+
+    Args:
+        make_env: Builds a fresh env (same id, mode, difficulty) for each root.
+        engines: The generation engine of each policy name.
+        tokenizer: Chat template and decoder shared by the policies.
+        policy_of: The policy name that plays each role (e.g. ``{"tool": "shared", ...}``).
+        k: Candidates per (turn, agent) (tree) or episodes per task (parallel).
+        params: Sampling settings (``mas_trainer.engines.SamplingParams``).
+        mode: ``"tree"`` or ``"parallel"``.
+        tie_break: ``"first"`` or ``"random"``: which best-reward branch a root continues from.
+        seed: Seeds tie breaks and the engines' sampling.
+        keep_transcripts: Record prompt and action texts of the chosen path in each :class:`Episode`.
+    """
+
+    def __init__(
+        self,
+        make_env: Callable[[], TextEnv],
+        engines: Mapping[str, Any],
+        tokenizer: _Tokenizer,
+        policy_of: Mapping[str, str],
+        *,
+        k: int,
+        params: Any,
+        mode: str = "tree",
+        tie_break: str = "first",
+        seed: int = 0,
+        keep_transcripts: bool = False,
+    ) -> None:
+        if mode not in ("tree", "parallel"):
+            raise ValueError(f"unknown rollout mode {mode!r}; choose 'tree' or 'parallel'")
+        if tie_break not in ("first", "random"):
+            raise ValueError(f"unknown tie_break {tie_break!r}; choose 'first' or 'random'")
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        missing = sorted({p for p in policy_of.values() if p not in engines})
+        if missing:
+            raise ValueError(f"policy_of names policies without an engine: {missing}")
+        self.make_env = make_env
+        self.engines = engines
+        self.tokenizer = tokenizer
+        self.policy_of = dict(policy_of)
+        self.k = k
+        self.params = params
+        self.mode = mode
+        self.tie_break = tie_break
+        self.keep_transcripts = keep_transcripts
+        self.rng = np.random.default_rng(seed)
+
+    def _start(self, task_ids: Sequence[Any], uid_prefix: str) -> list[_Lane]:
+        lanes = []
+        copies = self.k if self.mode == "parallel" else 1
+        for n, task_id in enumerate(task_ids):
+            env = self.make_env()
+            env.reset(options={"task_id": task_id})
+            group_uid = f"{uid_prefix}{n}"
+            for c in range(copies):
+                uid = group_uid if copies == 1 else f"{group_uid}/{c}"
+                lane_env = env if c == copies - 1 else env.clone()
+                returns = dict.fromkeys(env.possible_agents, 0.0)
+                lanes.append(_Lane(lane_env, group_uid, Episode(uid, task_id, returns=returns)))
+        return lanes
+
+    def run(self, task_ids: Sequence[Any], *, uid_prefix: str = "") -> RolloutResult:
+        """Play one episode tree (or K parallel episodes) per task id; return samples and stats.
+
+        Args:
+            task_ids: The tasks of the roots (``env.reset(options={"task_id": t})``).
+            uid_prefix: Prefix of the root uids (e.g. the training step), so group keys are unique
+                across calls.
+        """
+        start = time.perf_counter()
+        gen_seconds = 0.0
+        gen_tokens = 0
+        samples: list[TrainSample] = []
+        lanes = self._start(task_ids, uid_prefix)
+        live = lanes[:]
+        n_cand = self.k if self.mode == "tree" else 1
+        while live:
+            # 1. one prompt per live lane, batched by policy
+            by_policy: dict[str, list[tuple[_Lane, str, dict[str, str], list[int]]]] = {}
+            for lane in live:
+                agent = lane.env.agent_selection
+                obs = lane.env.observe(agent)
+                prompt_ids = encode_prompt(self.tokenizer, obs)
+                item = (lane, agent, obs, prompt_ids)
+                by_policy.setdefault(self.policy_of[agent], []).append(item)
+            # 2. one generate call per policy across every lane's candidates
+            for policy, items in by_policy.items():
+                prompts = [ids for *_, ids in items for _ in range(n_cand)]
+                t0 = time.perf_counter()
+                completions = self.engines[policy].generate(
+                    prompts, self.params, seed=int(self.rng.integers(2**31))
+                )
+                gen_seconds += time.perf_counter() - t0
+                gen_tokens += sum(len(c.token_ids) for c in completions)
+                for j, (lane, agent, obs, prompt_ids) in enumerate(items):
+                    cands = completions[j * n_cand : (j + 1) * n_cand]
+                    samples.extend(self._step_lane(lane, agent, policy, obs, prompt_ids, cands))
+            live = [lane for lane in live if not _ended(lane.env)]
+        for lane in lanes:
+            lane.episode.success = bool(lane.env.success)
+            lane.episode.turns = lane.env.turn
+        return RolloutResult(
+            samples=samples,
+            episodes=[lane.episode for lane in lanes],
+            gen_seconds=gen_seconds,
+            total_seconds=time.perf_counter() - start,
+            gen_tokens=gen_tokens,
+        )
+
+    def _step_lane(
+        self,
+        lane: _Lane,
+        agent: str,
+        policy: str,
+        obs: dict[str, str],
+        prompt_ids: list[int],
+        cands: Sequence[Any],
+    ) -> list[TrainSample]:
+        """Step one clone per candidate, make the samples, continue the lane from the best."""
+        env = lane.env
+        turn = env.turn
+        group = (lane.group_uid, turn, agent)
+        branches = [env] if len(cands) == 1 else [env.clone() for _ in cands]
+        texts = []
+        out = []
+        for branch, comp in zip(branches, cands, strict=False):
+            text = self.tokenizer.decode(comp.token_ids, skip_special_tokens=True)
+            branch.step(text)
+            texts.append(text)
+            info = branch.infos[agent]
+            out.append(
+                TrainSample(
+                    prompt_ids=prompt_ids,
+                    completion_ids=list(comp.token_ids),
+                    logprobs=list(comp.logprobs),
+                    reward=float(branch.rewards[agent]),
+                    group=group,
+                    role=agent,
+                    policy=policy,
+                    info={**info, "finish_reason": comp.finish_reason},
+                )
+            )
+        best = self._best([s.reward for s in out])
+        lane.env = branches[best]
+        ep = lane.episode
+        ep.returns[agent] += out[best].reward
+        ep.format_errors += not out[best].info.get("parsed", True)
+        if self.keep_transcripts:
+            ep.transcript.append(
+                {
+                    "turn": turn,
+                    "agent": agent,
+                    "prompt": obs["prompt"],
+                    "action": texts[best],
+                    "reward": out[best].reward,
+                    "reason": out[best].info.get("reason", ""),
+                }
+            )
+        return out
+
+    def _best(self, rewards: Sequence[float]) -> int:
+        top = max(rewards)
+        ties = [i for i, r in enumerate(rewards) if r == top]
+        if self.tie_break == "random" and len(ties) > 1:
+            return ties[int(self.rng.integers(len(ties)))]
+        return ties[0]
+
+
+def _ended(env: TextEnv) -> bool:
+    agent = env.agent_selection
+    return bool(env.terminations[agent] or env.truncations[agent])

@@ -1,0 +1,119 @@
+"""Supervised warm start on oracle transcripts, so a tiny model learns the answer format first.
+
+A randomly initialised model writes bytes that never parse, every reward in a group is the same
+format penalty, and AT-GRPO has no signal. The warm start fixes that with plain supervised
+fine-tuning: at every state the env's solver's answer (``env.oracle_action(agent)``) is the target.
+
+The states come from episodes on the *training* split whose executed actions are the oracle's with
+probability ``1 - explore`` and a well-formed random answer otherwise (the target is always the
+oracle's). Executing some random actions shows the model the states it will meet itself: later
+turns, and a planner prompt whose tool proposal is wrong, not only the perfect first turn (the idea
+of DAgger, with a fixed mixing rate).
+
+This is supervised learning, not RL: the training loop logs held-out success right after it, so
+a run shows separately what the warm start and what AT-GRPO contributed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from mas_envs.base import TextEnv
+from mas_trainer.rollout import encode_prompt
+from mas_trainer.samples import TrainSample
+
+__all__ = ["oracle_samples", "warm_start"]
+
+
+def oracle_samples(
+    make_env: Callable[[], TextEnv],
+    tokenizer: Any,
+    policy_of: Mapping[str, str],
+    task_ids: Sequence[Any],
+    *,
+    rng: np.random.Generator,
+    explore: float = 0.3,
+) -> list[TrainSample]:
+    """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
+
+    Args:
+        make_env: Builds a training-split env.
+        tokenizer: The policies' tokenizer (chat template, eos).
+        policy_of: Role -> policy name; each sample's ``policy`` routes it to that learner.
+        task_ids: Training tasks to play.
+        rng: Draws which actions are explored and the random answers.
+        explore: Probability that a step executes a random answer instead of the oracle's.
+
+    Returns:
+        Samples whose ``completion_ids`` are the oracle text followed by the end-of-turn token.
+    """
+    eos = tokenizer.eos_token_id
+    env = make_env()
+    out = []
+    for task_id in task_ids:
+        env.reset(options={"task_id": task_id})
+        for agent in env.agent_iter():
+            if env.terminations[agent] or env.truncations[agent]:
+                env.step(None)
+                continue
+            target = env.oracle_action(agent)
+            ids = [*list(tokenizer.encode(target, add_special_tokens=False)), eos]
+            out.append(
+                TrainSample(
+                    prompt_ids=encode_prompt(tokenizer, env.observe(agent)),
+                    completion_ids=ids,
+                    logprobs=[0.0] * len(ids),
+                    reward=0.0,
+                    group=(f"oracle/{task_id}", env.turn, agent),
+                    role=agent,
+                    policy=policy_of[agent],
+                )
+            )
+            explored = rng.random() < explore
+            env.step(env.random_action(rng, agent) if explored else target)
+    return out
+
+
+def warm_start(
+    learners: Mapping[str, Any],
+    samples: Sequence[TrainSample],
+    *,
+    steps: int,
+    batch_size: int,
+    rng: np.random.Generator,
+    on_step: Callable[[int, dict[str, float]], None] | None = None,
+) -> dict[str, float]:
+    """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
+
+    Args:
+        learners: Learner of each policy (``sft_update(batch) -> metrics``).
+        samples: Oracle samples (routed by ``sample.policy``).
+        steps: Supervised steps per policy.
+        batch_size: Samples per step.
+        rng: Draws the minibatches.
+        on_step: Called with ``(step, metrics)`` after every step (progress, logging).
+
+    Returns:
+        The last step's metrics, prefixed by policy name when there are several policies.
+    """
+    by_policy: dict[str, list[TrainSample]] = {}
+    for s in samples:
+        by_policy.setdefault(s.policy, []).append(s)
+    missing = sorted(set(by_policy) - set(learners))
+    if missing:
+        raise ValueError(f"warm-start samples for policies without a learner: {missing}")
+    last: dict[str, float] = {}
+    for step in range(1, steps + 1):
+        metrics: dict[str, float] = {}
+        for policy, pool in by_policy.items():
+            idx = rng.choice(len(pool), size=min(batch_size, len(pool)), replace=False)
+            m = learners[policy].sft_update([pool[i] for i in idx])
+            prefix = "" if len(by_policy) == 1 else f"{policy}/"
+            metrics.update({f"{prefix}{k}": float(v) for k, v in m.items()})
+        last = metrics
+        if on_step is not None:
+            on_step(step, metrics)
+    return last

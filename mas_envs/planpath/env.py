@@ -1,0 +1,319 @@
+"""Plan-Path (``mas/PlanPath-v0``): move an agent through a walled grid to the goal.
+
+Env card
+========
+
+**Task.** A ``rows x cols`` grid (default 10x10); each cell is a wall with probability
+``wall_prob`` (default 0.22, the paper's). Start and goal are distinct free cells, and the goal is
+always reachable from the start (BFS); the shortest path length is known to the env.
+
+**Roles** (turn order; one turn = one cycle):
+
+* ``mode="mas"`` (default): ``tool`` proposes a full move list; its moves are only *simulated* on a
+  copy of the state. Then ``planner`` sees the tool agent's proposal and gives the moves that are
+  actually made.
+* ``mode="single"``: one ``planner`` does the whole task (the single-agent baseline).
+
+**Observation.** ``{"system": str, "prompt": str}``. The prompt always shows the grid with the
+agent marked (``A``), the agent's current row/column, the goal's, every move made so far (blocked
+ones starred), the turn, for the planner the tool agent's latest proposal, and the answer format.
+Example (5x5, planner, turn 2)::
+
+    Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, column 0 the left):
+    ..#..
+    .A...
+    #...#
+    ...G.
+    .....
+    Agent at row 1, column 1. Goal at row 3, column 3.
+    Moves made so far: R, L*, D (* = blocked, the agent stayed put)
+    Turn 2 of 3.
+    Tool agent's proposal: D, D, R, R
+    Answer with your moves after '####', e.g.
+    #### U, R, R
+
+**Action.** Text with a list of moves ``U D L R`` (or ``up/down/left/right``), applied in order;
+moves after the goal is reached are ignored. The text after the last ``####`` is read; labelled
+lists (``**Actions List**: ["U","R"]``), code fences, bracketed lists and runs like ``URRD`` are
+also accepted (:func:`mas_envs.moves.parse_moves`). More than ``4 * rows * cols`` moves, or any
+other word, is a format error (local reward -1.0, ``parsed=False``, ``reason`` says why).
+
+**Rewards** (per move of a move list; REFERENCE.md's numbers; tables in
+:mod:`mas_envs.planpath.grid`):
+
+=========================================  ===============================================
+event                                       local reward
+=========================================  ===============================================
+each move made                              -0.01
+a blocked move (wall/edge; agent stays)     -0.10 instead, no shaping
+shaping, each move that moves               ``0.99 * phi(next) - phi(cell)``,
+                                            ``phi = -Manhattan(cell, goal)``
+reaching the goal                           +1.0
+... with the episode's move count equal     +0.5
+to the BFS optimum from the start
+unparseable answer                          -1.0 (``format_penalty``)
+=========================================  ===============================================
+
+``planner``: the reward of its moves on the real env. ``tool``: the reward its proposal *would*
+earn from the current state (simulated on a copy; the real env never moves). Team reward: 1.0 when
+the goal is reached on the real env by this action, else 0.0. Each agent gets
+``alpha * team + local``.
+
+**Success.** The agent stands on the goal (``infos[agent]["success"]``).
+
+**Termination.** Terminated when the goal is reached; truncated after ``max_turns`` turns
+(default 3, the paper's: a full path fits in one answer, so three turns leave two corrections).
+
+**Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the level
+for the env's ``rows``, ``cols`` and ``wall_prob``; ids per split are ``GAME_SPLITS`` (disjoint).
+
+**Difficulty.** ``rows``, ``cols`` (2..32 each) and ``wall_prob`` (0.0..0.5). Small grids (4x4,
+5x5) are first-class: the trainer's default task is Plan-Path on a small grid.
+
+**Numeric view** (:mod:`mas_envs.numeric`): 4 discrete actions (``#### U`` .. ``#### R``, one
+move each) and a ``(4, rows, cols)`` float32 observation: wall, agent, goal, and the cells the tool
+agent's latest proposal would visit (planner only; zeros otherwise).
+
+**Version history.** v0: first version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mas_envs import registry
+from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.planpath import grid, prompts
+
+__all__ = ["PlanPathEnv"]
+
+_NUMERIC_TEXT = tuple(f"#### {m}" for m in grid.MOVES)
+_CELL_PX = 16
+
+
+class PlanPathEnv(TextEnv):
+    """Grid path planning with a tool agent and a planner (see the module docstring: the card).
+
+    Args:
+        rows: Grid height, 2..32.
+        cols: Grid width, 2..32.
+        wall_prob: Probability that a cell is a wall, 0.0..0.5.
+        **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
+            ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "ansi", "rgb_array"],
+        "name": "planpath_v0",
+        "is_parallelizable": True,
+        "render_fps": 4,
+    }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {
+        "mas": ("tool", "planner"),
+        "single": ("planner",),
+    }
+
+    def __init__(
+        self, *, rows: int = 10, cols: int = 10, wall_prob: float = 0.22, **kwargs: Any
+    ) -> None:
+        for name, value in (("rows", rows), ("cols", cols)):
+            if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 32:
+                raise ValueError(f"{name} must be an int in [2, 32], got {value!r}")
+        if (
+            isinstance(wall_prob, bool)
+            or not isinstance(wall_prob, int | float)
+            or not 0.0 <= wall_prob <= 0.5
+        ):
+            raise ValueError(f"wall_prob must be a number in [0.0, 0.5], got {wall_prob!r}")
+        super().__init__(**kwargs)
+        self.rows, self.cols, self.wall_prob = rows, cols, float(wall_prob)
+        self._max_moves = 4 * rows * cols
+        self._systems = {a: prompts.system_text(self.mode, a) for a in self.possible_agents}
+        self._mas = self.mode == "mas"
+        # Game state: immutable values only, so clone() shares them and needs no _copy_state.
+        self._level: grid.Level | None = None
+        self._grid_text = ""
+        self._static_obs: np.ndarray | None = None  # never mutated, copied per observation
+        self._cell = 0
+        self._moves: tuple[str, ...] = ()
+        self._blocked: tuple[int, ...] = ()  # indices into _moves of the blocked moves
+        self._proposal: tuple[str, ...] | None = None
+
+    # ------------------------------------------------------------------ TextEnv hooks
+
+    def task_ids(self, split: str | None = None) -> Sequence[TaskId]:
+        return registry.GAME_SPLITS[split or self.split]
+
+    def _load_task(self, task_id: TaskId) -> None:
+        if not isinstance(task_id, int | np.integer) or isinstance(task_id, bool) or task_id < 0:
+            raise ValueError(
+                f"a Plan-Path task id is a non-negative int (a level seed), got {task_id!r}"
+            )
+        self._set_level(
+            grid.generate(np.random.default_rng(int(task_id)), self.rows, self.cols, self.wall_prob)
+        )
+
+    def _set_level(self, level: grid.Level) -> None:
+        """Start ``level`` from its start cell (``_load_task``'s second half; tests use it too)."""
+        self._level = level
+        self._grid_text = prompts.grid_text(level.walls, level.cols, level.goal)
+        static = np.zeros((4, level.rows, level.cols), np.float32)
+        static[0] = np.reshape(level.walls, (level.rows, level.cols))
+        static[2].flat[level.goal] = 1.0
+        self._static_obs = static
+        self._cell = level.start
+        self._moves = ()
+        self._blocked = ()
+        self._proposal = None
+
+    def _apply(self, agent: str, text: str) -> Outcome:
+        is_tool = agent == "tool"
+        moves = prompts.canonical_moves(text, self._max_moves)
+        if moves is None:
+            parsed = prompts.parse_answer(text, self._max_moves)
+            if parsed.reason:
+                if is_tool:
+                    self._proposal = None
+                return Outcome(self.format_penalty, parsed=False, reason=parsed.reason)
+            moves = parsed.moves
+        res = grid.run_moves(self._level, self._cell, moves, len(self._moves))  # type: ignore[arg-type]
+        if is_tool:  # simulated only: the real state stays as it is
+            self._proposal = moves
+            return Outcome(
+                res.reward, 0.0, False, False, True, "", {"proposal_reaches_goal": res.reached}
+            )
+        if res.blocked:
+            before = len(self._moves)
+            self._blocked += tuple(before + i for i in res.blocked)
+        self._cell = cell = res.cell
+        self._moves += res.made
+        reached = res.reached
+        info = {"position": divmod(cell, self.cols), "moves_made": len(res.made)}
+        return Outcome(res.reward, 1.0 if reached else 0.0, reached, reached, True, "", info)
+
+    def _system(self, agent: str) -> str:
+        return self._systems[agent]
+
+    def _prompt(self, agent: str) -> str:
+        show = self._mas and agent == "planner"
+        return prompts.prompt(
+            self._grid_text,
+            self.cols,
+            self._cell,
+            self._goal,
+            self._moves,
+            self._blocked,
+            min(self.turn, self.max_turns - 1),
+            self.max_turns,
+            show,
+            self._proposal,
+        )
+
+    @property
+    def _goal(self) -> int:
+        assert self._level is not None, "call reset() first"
+        return self._level.goal
+
+    def oracle_action(self, agent: str | None = None) -> str:
+        assert self._level is not None, "call reset() first"
+        return "#### " + ", ".join(grid.shortest_path(self._level, self._cell))
+
+    def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        n = int(rng.integers(1, self.rows + self.cols + 1))
+        return "#### " + ", ".join(grid.MOVES[int(i)] for i in rng.integers(0, 4, size=n))
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def position(self) -> tuple[int, int]:
+        """The agent's ``(row, col)``."""
+        return divmod(self._cell, self.cols)
+
+    @property
+    def level(self) -> grid.Level:
+        """The current level (immutable; includes the BFS table ``dist`` and ``optimum``)."""
+        assert self._level is not None, "call reset() first"
+        return self._level
+
+    @property
+    def moves(self) -> tuple[str, ...]:
+        """Every move made on the real env this episode (blocked ones included)."""
+        return self._moves
+
+    # ------------------------------------------------------------------ numeric view hooks
+
+    def numeric_action_count(self) -> int:
+        """4 discrete actions: one move each, U, D, L, R."""
+        return 4
+
+    def numeric_action_text(self, agent: str, action: int) -> str:
+        """The answer text of discrete ``action`` (0..3): ``"#### U"`` .. ``"#### R"``."""
+        if not 0 <= action < 4:
+            raise ValueError(f"Plan-Path numeric action must be in [0, 4), got {action!r}")
+        return _NUMERIC_TEXT[action]
+
+    def numeric_observation_shape(self) -> tuple[int, ...]:
+        """``(4, rows, cols)``: wall, agent, goal, tool proposal planes."""
+        return (4, self.rows, self.cols)
+
+    def numeric_observation(self, agent: str) -> np.ndarray:
+        """Planes (float32, 0/1): wall, agent, goal, and the cells the tool agent's latest
+        proposal visits from the current cell (``planner`` in mode ``"mas"`` only)."""
+        assert self._static_obs is not None and self._level is not None, "call reset() first"
+        obs = self._static_obs.copy()
+        obs[1].flat[self._cell] = 1.0
+        if self._mas and agent == "planner" and self._proposal:
+            step, cell = self._level.step, self._cell
+            for move in self._proposal:
+                nxt = step[cell * 4 + grid.MOVE_INDEX[move]]
+                if nxt >= 0:
+                    cell = nxt
+                    obs[3].flat[cell] = 1.0
+                    if cell == self._level.goal:
+                        break
+        return obs
+
+    # ------------------------------------------------------------------ render
+
+    def _render_text(self) -> str:
+        if self._level is None:
+            return "(not reset)"
+        i = self._cell + self._cell // self.cols
+        row, col = self.position
+        return (
+            self._grid_text[:i]
+            + "A"
+            + self._grid_text[i + 1 :]
+            + f"\nagent ({row}, {col})  goal {self._level.rc(self._level.goal)}  "
+            f"moves {len(self._moves)}  turn {self.turn}/{self.max_turns}"
+            + ("  solved" if self.success else "")
+        )
+
+    def _render_rgb(self) -> np.ndarray:
+        """An ``(rows*16, cols*16, 3)`` uint8 image: walls dark, visited cells light blue,
+        goal green, agent a blue disc."""
+        if self._level is None:
+            return np.zeros((self.rows * _CELL_PX, self.cols * _CELL_PX, 3), np.uint8)
+        lv = self._level
+        colors = np.full((lv.rows * lv.cols, 3), (235, 235, 230), np.uint8)
+        colors[np.asarray(lv.walls)] = (60, 60, 70)
+        cell = lv.start
+        for move in self._moves:  # the path so far
+            colors[cell] = (190, 215, 245)
+            nxt = lv.step[cell * 4 + grid.MOVE_INDEX[move]]
+            cell = nxt if nxt >= 0 else cell
+        colors[lv.goal] = (80, 180, 90)
+        img = np.repeat(np.repeat(colors.reshape(lv.rows, lv.cols, 3), _CELL_PX, 0), _CELL_PX, 1)
+        img[::_CELL_PX, :] = img[:, ::_CELL_PX] = (150, 150, 150)  # grid lines
+        yy, xx = np.mgrid[:_CELL_PX, :_CELL_PX] - (_CELL_PX - 1) / 2
+        disc = yy**2 + xx**2 <= (_CELL_PX * 0.35) ** 2
+        r, c = self.position
+        img[r * _CELL_PX : (r + 1) * _CELL_PX, c * _CELL_PX : (c + 1) * _CELL_PX][disc] = (
+            40,
+            90,
+            200,
+        )
+        return img

@@ -1,0 +1,34 @@
+"""One math problem with its exact answer, whatever its source (a generator or a dataset file)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Problem"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A math problem.
+
+    Attributes:
+        id: Stable id: ``"<topic>/<level>/<seed>"`` for generated problems (it regenerates the
+            same problem), ``"<source>/<file>/<record id>"`` for problems read from files.
+        question: The statement shown to the agents (LaTeX inside ``$...$``).
+        answer: The ground-truth final answer (LaTeX, no ``\\boxed``); never shown to agents.
+        source: ``"generated"``, ``"gsm8k"``, ``"math"``, ``"aime"`` or ``"olympiadbench"``.
+        topic: The generator's topic, or the dataset's subject/type when it has one.
+        level: Difficulty 1 (easiest) to 5 when known, else 0.
+        solution: A brief worked solution (the reasoner's oracle reasoning); may be empty.
+        code: A short Python program that prints the answer (the tool's oracle); may be empty,
+            then the oracle prints the answer literally.
+    """
+
+    id: str
+    question: str
+    answer: str
+    source: str
+    topic: str = ""
+    level: int = 0
+    solution: str = ""
+    code: str = ""

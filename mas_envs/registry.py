@@ -66,6 +66,11 @@ ENVS: dict[str, EnvEntry] = {
             "mas_envs.sudoku.env:SudokuEnv",
             "Sudoku (4x4 or 9x9, unique solution): a tool agent proposes a grid, a planner fills.",
         ),
+        EnvEntry(
+            "mas/Math-v0",
+            "mas_envs.math.env:MathEnv",
+            "Math problems: a tool agent runs Python in the sandbox, reasoners answer in \\boxed{}.",
+        ),
     ]
 }
 

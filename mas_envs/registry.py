@@ -12,8 +12,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ENVS", "GAME_SPLITS", "EnvEntry", "entry", "list_envs", "make", "make_parallel",
-           "register_all"]
+__all__ = ["ENVS", "GAME_SPLITS", "NUMERIC_ENVS", "EnvEntry", "entry", "list_envs", "make",
+           "make_numeric", "make_numeric_parallel", "make_parallel", "register_all"]
 
 GAME_SPLITS: dict[str, range] = {
     "train": range(0, 1_000_000_000),
@@ -75,6 +75,34 @@ ENVS: dict[str, EnvEntry] = {
 }
 
 
+NUMERIC_ENVS: dict[str, EnvEntry] = {
+    e.id: e
+    for e in [
+        EnvEntry(
+            "mas/PlanPathNumeric-v0",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Plan-Path for classic MARL libraries: 4 discrete moves, (4, rows, cols) planes.",
+            {"max_turns": 50},
+        ),
+        EnvEntry(
+            "mas/SokobanNumeric-v0",
+            "mas_envs.sokoban.env:SokobanEnv",
+            "Sokoban for classic MARL libraries: 4 discrete moves, board planes.",
+            {"max_turns": 50},
+        ),
+        EnvEntry(
+            "mas/SudokuNumeric-v0",
+            "mas_envs.sudoku.env:SudokuEnv",
+            "Sudoku for classic MARL libraries: size**3 discrete fills, digit planes.",
+            {"max_turns": 30},
+        ),
+    ]
+}
+"""Numeric views (:class:`mas_envs.numeric.NumericView`) of the game envs, registered in
+PettingZoo's registry only. One discrete action is one move or one fill, so these ids allow more
+turns than the text ids (``max_turns``; pass it to override)."""
+
+
 def list_envs() -> list[str]:
     """The registered env ids, sorted."""
     return sorted(ENVS)
@@ -112,6 +140,25 @@ def make_single(env_id: str, **kwargs: Any) -> Any:
     return SingleAgentEnv(make(env_id, mode="single", **kwargs))
 
 
+def make_numeric(env_id: str, **kwargs: Any) -> Any:
+    """Create the numeric view ``env_id`` (a key of :data:`NUMERIC_ENVS`) as an AEC env."""
+    from mas_envs.numeric import NumericView
+
+    if env_id not in NUMERIC_ENVS:
+        close = difflib.get_close_matches(env_id, list(NUMERIC_ENVS), n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise KeyError(f"unknown numeric env id {env_id!r}; {hint}(see NUMERIC_ENVS)")
+    e = NUMERIC_ENVS[env_id]
+    return NumericView(e.load()(**{**e.kwargs, **kwargs}))
+
+
+def make_numeric_parallel(env_id: str, **kwargs: Any) -> Any:
+    """Create the numeric view ``env_id`` as a PettingZoo ``ParallelEnv``."""
+    from pettingzoo.utils.conversions import turn_based_aec_to_parallel
+
+    return turn_based_aec_to_parallel(make_numeric(env_id, **kwargs))
+
+
 def register_all() -> None:
     """Register every id in PettingZoo's and Gymnasium's registries (idempotent)."""
     import functools
@@ -126,4 +173,10 @@ def register_all() -> None:
         if env_id not in gymnasium.registry:
             gymnasium.register(
                 env_id, entry_point="mas_envs.registry:make_single", kwargs={"env_id": env_id}
+            )
+    for env_id in NUMERIC_ENVS:
+        if env_id not in pettingzoo.aec_registry:
+            pettingzoo.register("aec", env_id, functools.partial(make_numeric, env_id))
+            pettingzoo.register(
+                "parallel", env_id, functools.partial(make_numeric_parallel, env_id)
             )

@@ -1,0 +1,238 @@
+"""AT-GRPO math as pure functions (torch only; no model, no I/O). Shapes are in the comments.
+
+Exactly which variant (DESIGN.md section 2, REFERENCE.md "Algorithm and training settings"):
+
+- **Advantage.** Per group g (samples sharing a group key ``(root env uid, turn, agent)``):
+  ``A_i = (r_i - mean_g) / (std_g + eps)`` with the *unbiased* standard deviation (divisor n-1) and
+  ``eps = 1e-6``. A group of one sample has no comparison and gets advantage 0 (its std is defined
+  as 0). The advantage is broadcast to every completion token of the sample. Groups whose rewards
+  are all equal have zero variance and carry no signal: :func:`zero_variance_groups` marks them, the
+  trainer counts them (``algo/zero_var_groups``) and may drop them.
+- **Policy loss.** PPO-clip on per-token ratios ``rho = exp(logp - old_logp)``:
+  ``l = max(-A rho, -A clip(rho, 1 - clip_low, 1 + clip_high))``; with dual-clip ``c`` (default 3,
+  applied only where ``A < 0``) ``l = min(l, -A c)``, which bounds the loss of a token whose ratio
+  exploded. Aggregation is the **token mean** over all completion tokens of the batch (padding
+  excluded): ``sum(l * mask) / sum(mask)``, so long completions weigh per token, not per sample.
+- **KL.** Optional, off by default: the k3 estimator ``exp(ref - logp) - (ref - logp) - 1`` per
+  token (non-negative, unbiased for KL(pi || ref)), token mean over the mask, added as
+  ``kl_coef * kl``.
+- **Log-probs.** ``log softmax(logits / temperature)`` over the full vocabulary, optionally
+  restricted to the top-p nucleus, i.e. exactly the distribution the engine samples from.
+
+No entropy bonus (the paper uses none).
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def group_advantages(
+    rewards: torch.Tensor, group_index: torch.Tensor, eps: float = 1e-6
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Group-normalised advantages.
+
+    Args:
+        rewards: ``(N,)`` float, one reward per sample.
+        group_index: ``(N,)`` long in ``[0, G)``, the dense id of each sample's group.
+        eps: Added to the group std before dividing.
+
+    Returns:
+        ``(advantages (N,), group_std (G,))``. Singleton groups have std 0 and advantage 0.
+    """
+    if rewards.shape != group_index.shape or rewards.dim() != 1:
+        raise ValueError(
+            f"rewards {tuple(rewards.shape)} and group_index {tuple(group_index.shape)} "
+            "must both be (N,)"
+        )
+    rewards = rewards.to(torch.float64)  # exact sums for the small groups we see
+    n_groups = int(group_index.max().item()) + 1 if group_index.numel() else 0
+    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(
+        0, group_index, torch.ones_like(rewards)
+    )  # (G,)
+    mean = torch.zeros(n_groups, dtype=torch.float64).index_add_(
+        0, group_index, rewards
+    ) / count.clamp(min=1)  # (G,)
+    centered = rewards - mean[group_index]  # (N,)
+    sq = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, centered**2)  # (G,)
+    std = torch.where(
+        count > 1, (sq / (count - 1).clamp(min=1)).sqrt(), torch.zeros_like(sq)
+    )  # (G,)
+    adv = centered / (std[group_index] + eps)  # (N,)
+    adv = torch.where(count[group_index] > 1, adv, torch.zeros_like(adv))  # singleton -> 0
+    return adv.to(torch.float32), std.to(torch.float32)
+
+
+def zero_variance_groups(
+    rewards: torch.Tensor, group_index: torch.Tensor, tol: float = 1e-8
+) -> torch.Tensor:
+    """Which groups carry no learning signal (all rewards equal, or a single sample).
+
+    Args:
+        rewards: ``(N,)`` float.
+        group_index: ``(N,)`` long in ``[0, G)``.
+        tol: Groups whose reward range is at most ``tol`` count as zero-variance.
+
+    Returns:
+        ``(G,)`` bool; ``.sum()`` is the ``algo/zero_var_groups`` metric, and ``mask[group_index]``
+        selects the samples to drop when dropping is on.
+    """
+    n_groups = int(group_index.max().item()) + 1 if group_index.numel() else 0
+    r = rewards.to(torch.float64)
+    hi = torch.full((n_groups,), -torch.inf, dtype=torch.float64).scatter_reduce(
+        0, group_index, r, reduce="amax"
+    )  # (G,)
+    lo = torch.full((n_groups,), torch.inf, dtype=torch.float64).scatter_reduce(
+        0, group_index, r, reduce="amin"
+    )  # (G,)
+    return (hi - lo) <= tol
+
+
+def dense_group_index(keys: list[object]) -> torch.Tensor:
+    """Map hashable group keys to dense ids ``0..G-1`` by first appearance: ``(N,)`` long."""
+    ids: dict[object, int] = {}
+    return torch.tensor([ids.setdefault(k, len(ids)) for k in keys], dtype=torch.long)
+
+
+def top_p_filter(
+    logits: torch.Tensor, top_p: float, keep: torch.Tensor | None = None
+) -> torch.Tensor:
+    """Set logits outside the top-p nucleus to ``-inf``.
+
+    The nucleus is the smallest set of highest-probability tokens whose probability sum reaches
+    ``top_p`` (the token that crosses the threshold is included; the top token always is).
+
+    Args:
+        logits: ``(..., V)`` already divided by the temperature.
+        top_p: In ``(0, 1]``; 1 returns ``logits`` unchanged.
+        keep: Optional ``(...)`` long token ids that stay in the support even if outside the
+            nucleus (the learner keeps the sampled token so its log-prob stays finite after the
+            policy moved).
+
+    Returns:
+        ``(..., V)`` filtered logits.
+    """
+    if top_p >= 1.0:
+        return logits
+    if top_p <= 0.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+    with torch.no_grad():  # the support is a choice, not a differentiable quantity
+        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (..., V)
+        probs = sorted_logits.float().softmax(dim=-1)
+        mass_before = probs.cumsum(dim=-1) - probs  # (..., V) probability above each token
+        drop_sorted = mass_before >= top_p
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)  # (..., V)
+        if keep is not None:
+            drop.scatter_(-1, keep.unsqueeze(-1), False)
+    return logits.masked_fill(drop, -torch.inf)
+
+
+def token_logprobs(
+    logits: torch.Tensor, tokens: torch.Tensor, temperature: float = 1.0, top_p: float = 1.0
+) -> torch.Tensor:
+    """Log-probabilities of ``tokens`` under ``softmax(logits / temperature)`` (optionally top-p).
+
+    Args:
+        logits: ``(B, T, V)`` (or ``(N, V)``) raw model logits at the positions that predict
+            ``tokens``.
+        tokens: ``(B, T)`` (or ``(N,)``) long.
+        temperature: Sampling temperature (> 0).
+        top_p: Nucleus mass; the sampled token is always kept in the support.
+
+    Returns:
+        ``(B, T)`` (or ``(N,)``) float32 log-probs.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
+    scaled = logits.float() / temperature  # (B, T, V)
+    scaled = top_p_filter(scaled, top_p, keep=tokens)
+    # gather - logsumexp avoids materialising a second (B, T, V) log_softmax tensor.
+    picked = scaled.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)  # (B, T)
+    return picked - scaled.logsumexp(dim=-1)
+
+
+def masked_mean(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of ``values`` over positions where ``mask`` is true; 0 for an empty mask. Any shape."""
+    m = mask.to(values.dtype)
+    return (values * m).sum() / m.sum().clamp(min=1.0)
+
+
+def ppo_clip_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor,
+    clip_low: float = 0.2,
+    clip_high: float = 0.2,
+    dual_clip: float | None = 3.0,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """PPO-clip policy loss with optional dual-clip, token mean over the mask.
+
+    Args:
+        logp: ``(B, T)`` log-probs under the current policy (with grad).
+        old_logp: ``(B, T)`` log-probs under the policy that sampled (no grad).
+        advantages: ``(B,)`` per sample (broadcast over tokens) or ``(B, T)`` per token.
+        mask: ``(B, T)`` bool/0-1, true on completion tokens, false on padding.
+        clip_low: Ratio lower clip ``1 - clip_low``.
+        clip_high: Ratio upper clip ``1 + clip_high``.
+        dual_clip: Constant ``c > 1`` bounding the loss of negative-advantage tokens at ``-A c``;
+            None disables it.
+
+    Returns:
+        ``(loss, metrics)``: the scalar loss and ``algo/clip_frac`` (tokens where the clipped
+        branch was active), ``algo/dual_clip_frac``, ``algo/ratio_mean``, ``algo/approx_kl``
+        (mean of ``old_logp - logp``), all token means.
+    """
+    if dual_clip is not None and dual_clip <= 1.0:
+        raise ValueError(f"dual_clip must be > 1 (typically 3), got {dual_clip}")
+    adv = advantages.unsqueeze(-1) if advantages.dim() == 1 else advantages  # (B, 1) or (B, T)
+    adv = adv.to(logp.dtype)
+    mask = mask.to(torch.bool)
+    log_ratio = (logp - old_logp).masked_fill(~mask, 0.0)  # (B, T); 0 on padding avoids inf*0
+    ratio = log_ratio.exp()  # (B, T)
+    unclipped = -adv * ratio  # (B, T)
+    clipped = -adv * ratio.clamp(1.0 - clip_low, 1.0 + clip_high)  # (B, T)
+    loss_tok = torch.maximum(unclipped, clipped)  # (B, T)
+    dual_active = torch.zeros_like(mask)
+    if dual_clip is not None:
+        bound = -adv * dual_clip  # (B, T) or (B, 1), positive where adv < 0
+        dual_active = (adv < 0) & (loss_tok > bound) & mask
+        loss_tok = torch.where(adv < 0, torch.minimum(loss_tok, bound), loss_tok)
+    loss = masked_mean(loss_tok, mask)
+    with torch.no_grad():
+        metrics = {
+            "algo/clip_frac": masked_mean((clipped > unclipped).float(), mask).item(),
+            "algo/dual_clip_frac": masked_mean(dual_active.float(), mask).item(),
+            "algo/ratio_mean": masked_mean(ratio, mask).item(),
+            "algo/approx_kl": masked_mean(-log_ratio, mask).item(),
+        }
+    return loss, metrics
+
+
+def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """k3 estimate of KL(pi || ref), token mean over the mask.
+
+    Args:
+        logp: ``(B, T)`` current policy log-probs of the sampled tokens (with grad).
+        ref_logp: ``(B, T)`` reference policy log-probs of the same tokens.
+        mask: ``(B, T)`` true on completion tokens.
+
+    Returns:
+        Scalar ``mean(exp(ref - logp) - (ref - logp) - 1)`` (>= 0 per token).
+    """
+    d = (ref_logp - logp).masked_fill(~mask.to(torch.bool), 0.0)  # (B, T)
+    # Clamp before exp: a token the reference finds far likelier would otherwise overflow.
+    return masked_mean(d.clamp(max=20.0).exp() - d - 1.0, mask)
+
+
+def sft_loss(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy of the target tokens, token mean over the mask.
+
+    Args:
+        logp: ``(B, T)`` log-probs (temperature 1) of the target completion tokens.
+        mask: ``(B, T)`` true on completion tokens.
+
+    Returns:
+        Scalar ``-mean(logp)`` over the mask.
+    """
+    return -masked_mean(logp, mask)

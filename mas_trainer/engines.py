@@ -1,0 +1,278 @@
+"""Generation engines: token ids in, token ids and their log-probs out.
+
+Every engine implements :class:`Engine`. The learner trains on exactly the ids an engine returns,
+and the PPO ratio compares against the log-probs the engine reports, so an engine must report the
+log-probs of the distribution it *actually* sampled from: ``softmax(logits / temperature)``
+restricted to the top-p nucleus (:func:`mas_trainer.at_grpo.token_logprobs` computes the same
+thing in the learner). Greedy decoding reports log-probs at temperature 1 over the full vocabulary.
+
+:class:`TransformersEngine` is the embedded engine (CPU or GPU): batched sampling with a KV cache
+over any Hugging Face causal LM, prompts left-padded, rows dropped from the batch as they finish.
+It shares the learner's model object, so weight sync is a no-op.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+import torch
+
+from mas_trainer.at_grpo import top_p_filter
+from mas_trainer.models import stop_token_ids
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    """How to sample a completion.
+
+    Attributes:
+        temperature: Softmax temperature (> 0). 0 means greedy.
+        top_p: Nucleus mass in (0, 1]; 1 samples from the full vocabulary.
+        max_tokens: Most tokens generated per completion (the stop token included).
+        greedy: Take the argmax token; log-probs are reported at temperature 1.
+    """
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 128
+    greedy: bool = False
+
+    def __post_init__(self) -> None:
+        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
+            raise ValueError(f"temperature must be >= 0 (0 = greedy), got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be >= 1, got {self.max_tokens}")
+
+    @property
+    def is_greedy(self) -> bool:
+        """True when decoding takes the argmax (``greedy`` or temperature 0)."""
+        return self.greedy or self.temperature == 0.0
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One generated completion.
+
+    Attributes:
+        token_ids: Sampled ids, ending with the stop token when ``finish_reason == "stop"``.
+        logprobs: Log-prob of each sampled id under the sampling distribution.
+        finish_reason: ``"stop"`` (a stop token was sampled) or ``"length"`` (hit ``max_tokens``).
+    """
+
+    token_ids: list[int]
+    logprobs: list[float]
+    finish_reason: str
+
+
+class Engine(Protocol):
+    """What the rollout needs from a generation backend."""
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seed: int | None = None
+    ) -> list[Completion]:
+        """Sample one completion per prompt (token ids), in prompt order."""
+        ...
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Take the learner's new weights (a no-op when the engine shares the learner's model)."""
+        ...
+
+
+class TransformersEngine:
+    """Batched sampling with a KV cache over a Hugging Face causal LM.
+
+    Args:
+        model: A causal LM (optionally a ``peft`` model); used in place, never copied.
+        tokenizer: Its tokenizer; supplies the pad id and the stop ids (``<|im_end|>``,
+            ``<|endoftext|>``, eos).
+        batch_size: Most sequences decoded together; longer prompt lists are split into chunks of
+            similar prompt length (less padding).
+        adapter: Name of the LoRA adapter to activate before generating (``per_role_lora``).
+        seed: Seed of the engine's own generator, used when ``generate`` gets no seed.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        batch_size: int = 64,
+        adapter: str | None = None,
+        seed: int = 0,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.adapter = adapter
+        self.device = next(model.parameters()).device
+        pad = (
+            tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        )
+        if pad is None:
+            raise ValueError(
+                "tokenizer has neither a pad nor an eos token; set tokenizer.pad_token"
+            )
+        self.pad_id = int(pad)
+        self.stop_ids = torch.tensor(stop_token_ids(tokenizer), device=self.device)
+        self._generator = torch.Generator(device=self.device).manual_seed(seed)
+        self._cache_kwarg = _cache_kwarg(model)
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Copy weights into the model; tensors that already are its own parameters are skipped.
+
+        Raises:
+            KeyError: A name the model does not have (the message lists a few that it has).
+        """
+        own = dict(self.model.state_dict())
+        with torch.no_grad():
+            for name, value in state_dict.items():
+                if name not in own:
+                    sample = ", ".join(list(own)[:3])
+                    raise KeyError(
+                        f"load_weights: model has no tensor {name!r} (it has e.g. {sample})"
+                    )
+                if own[name].data_ptr() != value.data_ptr():
+                    own[name].copy_(value)
+
+    @torch.inference_mode()
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seed: int | None = None
+    ) -> list[Completion]:
+        """Sample one completion per prompt.
+
+        Args:
+            prompts: Token ids per prompt (e.g. from :func:`mas_trainer.models.chat_prompt_ids`).
+            params: Sampling settings.
+            seed: Seed for this call (reproducible output for the same prompts and settings);
+                None draws from the engine's own generator.
+
+        Returns:
+            Completions in prompt order.
+        """
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("generate: every prompt needs at least one token")
+        if self.adapter is not None:
+            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+        gen = self._generator
+        if seed is not None:
+            gen = torch.Generator(device=self.device).manual_seed(seed)
+        was_training = self.model.training
+        self.model.eval()
+        # Longest first, so each chunk holds prompts of similar length (less left padding).
+        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+        results: list[Completion | None] = [None] * len(prompts)
+        try:
+            for start in range(0, len(order), self.batch_size):
+                chunk = order[start : start + self.batch_size]
+                for i, c in zip(
+                    chunk,
+                    self._generate_chunk([prompts[i] for i in chunk], params, gen),
+                    strict=True,
+                ):
+                    results[i] = c
+        finally:
+            self.model.train(was_training)
+        return [c for c in results if c is not None]
+
+    def _generate_chunk(
+        self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator
+    ) -> list[Completion]:
+        from transformers import DynamicCache
+
+        n, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((n, width), dtype=torch.long)
+        for row, p in enumerate(prompts):
+            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            attn[row, width - len(p) :] = 1
+        ids, attn = ids.to(self.device), attn.to(self.device)
+        # Left padding shifts tokens right; positions count real tokens only, as in training.
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)  # (n, width)
+        cache = DynamicCache(config=self.model.config)
+        out = self.model(
+            input_ids=ids,
+            attention_mask=attn,
+            position_ids=pos,
+            use_cache=True,
+            logits_to_keep=1,
+            **{self._cache_kwarg: cache},
+        )
+        logits = out.logits[:, -1]  # (n, V)
+        next_pos = pos[:, -1] + 1  # (n,)
+        rows = torch.arange(n, device=self.device)  # original row of each active row
+        tokens: list[list[int]] = [[] for _ in range(n)]
+        logps: list[list[float]] = [[] for _ in range(n)]
+        stopped = [False] * n
+        for step in range(params.max_tokens):
+            tok, lp = _sample(logits, params, gen)  # (a,), (a,)
+            done = torch.isin(tok, self.stop_ids)  # (a,)
+            for r, t, p, d in zip(
+                rows.tolist(), tok.tolist(), lp.tolist(), done.tolist(), strict=True
+            ):
+                tokens[r].append(t)
+                logps[r].append(p)
+                stopped[r] = d
+            if step == params.max_tokens - 1:
+                break
+            if bool(done.any()):
+                keep = (~done).nonzero().squeeze(-1)  # (a',)
+                if keep.numel() == 0:
+                    break
+                # Finished rows leave the batch: later steps only pay for live sequences.
+                cache.batch_select_indices(keep)
+                rows, tok, attn, next_pos = rows[keep], tok[keep], attn[keep], next_pos[keep]
+            attn = torch.cat([attn, attn.new_ones((attn.shape[0], 1))], dim=-1)
+            out = self.model(
+                input_ids=tok.unsqueeze(-1),
+                attention_mask=attn,
+                position_ids=next_pos.unsqueeze(-1),
+                use_cache=True,
+                **{self._cache_kwarg: cache},
+            )
+            logits = out.logits[:, -1]
+            next_pos = next_pos + 1
+        return [
+            Completion(tokens[r], logps[r], "stop" if stopped[r] else "length") for r in range(n)
+        ]
+
+
+def _cache_kwarg(model: PreTrainedModel) -> str:
+    """Name of the KV-cache argument: ``cache`` (transformers >= 5.24) or ``past_key_values``."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps
+    params = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
+
+
+def _sample(
+    logits: torch.Tensor, params: SamplingParams, gen: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Pick the next token of each row and its log-prob under the sampling distribution.
+
+    Args:
+        logits: ``(a, V)`` raw logits of the last position.
+        params: Sampling settings.
+        gen: Generator on the logits' device.
+
+    Returns:
+        ``(tokens (a,), logprobs (a,))``.
+    """
+    logits = logits.float()
+    if params.is_greedy:
+        tok = logits.argmax(dim=-1)  # (a,)
+        logp = logits.log_softmax(dim=-1)  # (a, V) at temperature 1
+    else:
+        scaled = top_p_filter(logits / params.temperature, params.top_p)  # (a, V)
+        logp = scaled.log_softmax(dim=-1)
+        tok = torch.multinomial(logp.exp(), 1, generator=gen).squeeze(-1)  # (a,)
+    return tok, logp.gather(-1, tok.unsqueeze(-1)).squeeze(-1)

@@ -1,0 +1,479 @@
+"""The learner: PPO-clip (AT-GRPO) and supervised updates of one policy.
+
+One :class:`Learner` owns one policy's optimizer: a whole model (``shared`` / ``per_role``) or one
+LoRA adapter of a shared ``peft`` base (``per_role_lora``: pass ``adapter=<role>``; every learner of
+that base activates its adapter with ``set_adapter`` before each forward pass).
+
+``update(samples)`` runs, for the samples of one training step (advantages already filled in):
+
+1. old log-probs: recompute the sampled tokens' log-probs with the learner's own forward pass
+   (no grad) and log ``perf/logprob_mismatch`` = mean |engine - learner| per token, so numeric
+   engine/learner differences show up as a metric instead of a silent bias in the ratio;
+   optionally the reference policy's log-probs for the KL term;
+2. ``epochs`` passes (default 1) over the samples, shuffled and cut into mini-batches of
+   ``mini_batch_size`` samples; each mini-batch is one AdamW step on the PPO-clip token-mean loss
+   (:func:`mas_trainer.at_grpo.ppo_clip_loss`, plus ``kl_coef * kl_k3``) after gradient clipping.
+   A mini-batch may be split into micro-batches (gradient accumulation) of similar length; the
+   loss stays the token mean over the whole mini-batch;
+3. one step of the learning-rate schedule (the schedule counts ``update`` calls, i.e. training
+   steps, so ``total_steps`` is the run's number of steps).
+
+Sequences are right-padded prompt+completion; with right padding a causal model never lets a real
+token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
+runs only on the positions that predict completion tokens (prompt logits are never built).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from mas_trainer.at_grpo import kl_k3, masked_mean, ppo_clip_loss, sft_loss, token_logprobs
+from mas_trainer.samples import TrainSample
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+LR_SCHEDULES = ("constant", "cosine")
+
+
+@dataclass
+class _Batch:
+    """Right-padded tensors of a few samples (b samples, L = longest prompt+completion)."""
+
+    input_ids: torch.Tensor  # (b, L) long
+    positions: (
+        torch.Tensor
+    )  # (b, Tc) long: index of the position that predicts each completion token
+    targets: torch.Tensor  # (b, Tc) long: the completion tokens
+    mask: torch.Tensor  # (b, Tc) bool: true on real completion tokens
+    index: list[int]  # which samples of the update these rows are
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.mask.sum().item())
+
+
+class Learner:
+    """PPO-clip and SFT updates for one policy.
+
+    Args:
+        model: A Hugging Face causal LM (or a ``peft`` model when ``adapter`` is set); trained in
+            place, so an engine holding the same object sees new weights immediately.
+        lr: Peak learning rate of AdamW.
+        weight_decay: AdamW weight decay.
+        grad_clip: Max global grad norm per optimizer step (``0`` disables clipping).
+        mini_batch_size: Samples per optimizer step.
+        micro_batch_size: Samples per forward/backward pass (gradient accumulation); default
+            ``mini_batch_size``.
+        epochs: Passes over the samples per ``update`` (1: the paper's setting).
+        temperature: Sampling temperature of the engine; log-probs are computed at it.
+        top_p: Sampling top-p of the engine; log-probs use the same nucleus.
+        clip_low: PPO ratio lower clip (``1 - clip_low``).
+        clip_high: PPO ratio upper clip (``1 + clip_high``).
+        dual_clip: Dual-clip constant for negative advantages (None: off).
+        kl_coef: Weight of the k3 KL to the reference policy (0: off, no reference pass).
+        ref_model: The frozen reference; default when ``kl_coef > 0``: the adapter-free base for a
+            LoRA learner, a frozen copy of ``model`` (as it is now) otherwise.
+        dtype: Autocast dtype of the learner's forward passes (e.g. ``torch.bfloat16``); None runs
+            in the parameters' dtype.
+        lr_schedule: ``"constant"`` or ``"cosine"`` (after warmup, decays to
+            ``min_lr_ratio * lr`` at ``total_steps``).
+        warmup_steps: Linear warmup length in ``update`` calls.
+        total_steps: Number of ``update`` calls of the run (needed by ``"cosine"``).
+        min_lr_ratio: Final learning rate of the cosine schedule as a fraction of ``lr``.
+        recompute_logprobs: Recompute old log-probs with the learner (True, the default). False
+            uses the engine's log-probs as old log-probs (saves one forward pass; only sound when
+            engine and learner compute the same numbers; ``perf/logprob_mismatch`` is then absent).
+        adapter: LoRA adapter this learner trains (``per_role_lora``); None trains all parameters.
+        pad_token_id: Id written into padding positions (never attended to, never scored).
+        gradient_checkpointing: Trade compute for activation memory (large models).
+        seed: Seed of the learner's own shuffling generator.
+    """
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        *,
+        lr: float = 1e-6,
+        weight_decay: float = 0.01,
+        grad_clip: float = 1.0,
+        mini_batch_size: int = 16,
+        micro_batch_size: int | None = None,
+        epochs: int = 1,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        clip_low: float = 0.2,
+        clip_high: float = 0.2,
+        dual_clip: float | None = 3.0,
+        kl_coef: float = 0.0,
+        ref_model: PreTrainedModel | None = None,
+        dtype: torch.dtype | None = None,
+        lr_schedule: str = "constant",
+        warmup_steps: int = 0,
+        total_steps: int | None = None,
+        min_lr_ratio: float = 0.0,
+        recompute_logprobs: bool = True,
+        adapter: str | None = None,
+        pad_token_id: int = 0,
+        gradient_checkpointing: bool = False,
+        seed: int = 0,
+    ) -> None:
+        if mini_batch_size < 1 or (micro_batch_size is not None and micro_batch_size < 1):
+            raise ValueError("mini_batch_size and micro_batch_size must be >= 1")
+        if epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {epochs}")
+        if lr_schedule not in LR_SCHEDULES:
+            raise ValueError(f"lr_schedule must be one of {LR_SCHEDULES}, got {lr_schedule!r}")
+        if lr_schedule == "cosine" and not total_steps:
+            raise ValueError("lr_schedule='cosine' needs total_steps (the number of update calls)")
+        if temperature <= 0:
+            raise ValueError(
+                f"temperature must be > 0 (the engine's sampling temperature), got {temperature}"
+            )
+        self.model = model
+        self.adapter = adapter
+        self.mini_batch_size = mini_batch_size
+        self.micro_batch_size = micro_batch_size or mini_batch_size
+        self.epochs = epochs
+        self.temperature = temperature
+        self.top_p = top_p
+        self.clip_low, self.clip_high, self.dual_clip = clip_low, clip_high, dual_clip
+        self.kl_coef = kl_coef
+        self.grad_clip = grad_clip
+        self.dtype = dtype
+        self.recompute_logprobs = recompute_logprobs
+        self.pad_token_id = pad_token_id
+        self.device = next(model.parameters()).device
+        self._rng = torch.Generator().manual_seed(seed)
+
+        if adapter is not None:
+            if not hasattr(model, "set_adapter"):
+                raise TypeError(
+                    f"adapter={adapter!r} needs a peft model (mas_trainer.models.add_lora_adapters)"
+                )
+            model.set_adapter(adapter)  # type: ignore[operator]
+            named = [(n, p) for n, p in model.named_parameters() if f".{adapter}." in n]
+            if not named:
+                raise ValueError(f"model has no LoRA adapter named {adapter!r}")
+            for _, p in named:
+                p.requires_grad_(True)
+        else:
+            named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+        self._params = dict(named)
+
+        self.ref_model = ref_model
+        if kl_coef > 0 and ref_model is None and adapter is None:
+            self.ref_model = copy.deepcopy(model).requires_grad_(False).eval()
+
+        if gradient_checkpointing:
+            model.gradient_checkpointing_enable()  # type: ignore[operator]
+        self.optimizer = torch.optim.AdamW(
+            list(self._params.values()), lr=lr, weight_decay=weight_decay
+        )
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, _lr_lambda(lr_schedule, warmup_steps, total_steps, min_lr_ratio)
+        )
+        self.updates = 0
+
+    # ---------------------------------------------------------------- public API
+
+    def update(self, samples: Sequence[TrainSample]) -> dict[str, float]:
+        """One AT-GRPO training step on ``samples`` (advantages filled in).
+
+        Returns:
+            Metrics: ``loss/policy``, ``loss/kl`` (when on), ``algo/clip_frac``,
+            ``algo/dual_clip_frac``, ``algo/ratio_mean``, ``algo/approx_kl``, ``algo/entropy``,
+            ``algo/advantage_abs_mean``, ``perf/logprob_mismatch`` (+ ``_max``),
+            ``optim/grad_norm``, ``optim/lr``, ``perf/update_s``, ``perf/learner_tokens_per_s``.
+        """
+        start = time.perf_counter()
+        _check_samples(samples, need_logprobs=True)
+        metrics: dict[str, float] = {}
+        engine_lp = [torch.tensor(s.logprobs, dtype=torch.float32) for s in samples]
+        advantages = torch.tensor([s.advantage for s in samples], dtype=torch.float32)
+        if not torch.isfinite(advantages).all():
+            raise ValueError("update: a sample has a non-finite advantage; check the rewards")
+
+        # 1. Old (and reference) log-probs, before any parameter moves.
+        old_lp = engine_lp
+        if self.recompute_logprobs:
+            old_lp, entropy = self._score(samples, with_entropy=True)
+            diff = torch.cat([(a - b).abs() for a, b in zip(engine_lp, old_lp, strict=True)])
+            metrics["perf/logprob_mismatch"] = diff.mean().item()
+            metrics["perf/logprob_mismatch_max"] = diff.max().item()
+            metrics["algo/entropy"] = entropy
+        ref_lp = self._score(samples, reference=True)[0] if self.kl_coef > 0 else None
+
+        # 2. PPO-clip passes.
+        sums: dict[str, float] = {}
+        n_tok = n_opt_tokens = 0
+        grad_norms: list[float] = []
+        for _ in range(self.epochs):
+            for mini in self._mini_batches(len(samples)):
+                mini_tokens = sum(len(samples[i].completion_ids) for i in mini)
+                for batch in self._micro_batches(samples, mini):
+                    logp = self._logprobs(batch)  # (b, Tc)
+                    old = _pad([old_lp[i] for i in batch.index], logp.shape[1]).to(self.device)
+                    loss, m = ppo_clip_loss(
+                        logp,
+                        old,
+                        advantages[batch.index].to(self.device),
+                        batch.mask,
+                        self.clip_low,
+                        self.clip_high,
+                        self.dual_clip,
+                    )
+                    m["loss/policy"] = loss.item()
+                    if ref_lp is not None:
+                        ref = _pad([ref_lp[i] for i in batch.index], logp.shape[1]).to(self.device)
+                        kl = kl_k3(logp, ref, batch.mask)
+                        loss = loss + self.kl_coef * kl
+                        m["loss/kl"] = kl.item()
+                    # Token mean over the mini-batch: weigh each micro-batch by its token share.
+                    (loss * (batch.n_tokens / mini_tokens)).backward()
+                    for k, v in m.items():
+                        sums[k] = sums.get(k, 0.0) + v * batch.n_tokens
+                    n_tok += batch.n_tokens
+                    n_opt_tokens += int(batch.input_ids.numel())
+                grad_norms.append(self._optimizer_step())
+        metrics.update({k: v / max(n_tok, 1) for k, v in sums.items()})
+        metrics["algo/advantage_abs_mean"] = advantages.abs().mean().item()
+        metrics["optim/grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
+        metrics["optim/lr"] = self.optimizer.param_groups[0]["lr"]
+        self.scheduler.step()
+        self.updates += 1
+        elapsed = time.perf_counter() - start
+        metrics["perf/update_s"] = elapsed
+        metrics["perf/learner_tokens_per_s"] = n_opt_tokens / elapsed
+        return metrics
+
+    def sft_update(
+        self, samples: Sequence[TrainSample], lr: float | None = None
+    ) -> dict[str, float]:
+        """One supervised pass: cross-entropy on completion tokens only (prompts are not trained).
+
+        Shuffled mini-batches of ``mini_batch_size``, one AdamW step each, log-probs at temperature
+        1 over the full vocabulary. Does not advance the RL learning-rate schedule.
+
+        Args:
+            samples: Prompt and target completion ids; ``logprobs`` and ``advantage`` are ignored.
+            lr: Learning rate for this call (default: the current scheduled one).
+
+        Returns:
+            ``loss/sft`` (token mean), ``optim/grad_norm``, ``perf/update_s``,
+            ``perf/learner_tokens_per_s``.
+        """
+        start = time.perf_counter()
+        _check_samples(samples, need_logprobs=False)
+        saved = [g["lr"] for g in self.optimizer.param_groups]
+        if lr is not None:
+            for g in self.optimizer.param_groups:
+                g["lr"] = lr
+        total = n_tok = n_opt_tokens = 0.0
+        grad_norms = []
+        try:
+            for mini in self._mini_batches(len(samples)):
+                mini_tokens = sum(len(samples[i].completion_ids) for i in mini)
+                for batch in self._micro_batches(samples, mini):
+                    loss = sft_loss(self._logprobs(batch, temperature=1.0, top_p=1.0), batch.mask)
+                    (loss * (batch.n_tokens / mini_tokens)).backward()
+                    total += loss.item() * batch.n_tokens
+                    n_tok += batch.n_tokens
+                    n_opt_tokens += batch.input_ids.numel()
+                grad_norms.append(self._optimizer_step())
+        finally:
+            for g, v in zip(self.optimizer.param_groups, saved, strict=True):
+                g["lr"] = v
+        elapsed = time.perf_counter() - start
+        return {
+            "loss/sft": total / max(n_tok, 1),
+            "optim/grad_norm": sum(grad_norms) / max(len(grad_norms), 1),
+            "perf/update_s": elapsed,
+            "perf/learner_tokens_per_s": n_opt_tokens / elapsed,
+        }
+
+    @torch.no_grad()
+    def logprobs(self, samples: Sequence[TrainSample]) -> list[list[float]]:
+        """The learner's log-probs of each sample's completion tokens (no grad, current weights)."""
+        return [lp.tolist() for lp in self._score(samples)[0]]
+
+    def state_dict(self) -> dict[str, Any]:
+        """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG."""
+        return {
+            "trainable": {n: p.detach().clone() for n, p in self._params.items()},
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "updates": self.updates,
+            "rng": self._rng.get_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore what :meth:`state_dict` saved (resume continues bit-for-bit where it stopped).
+
+        Raises:
+            KeyError: The checkpoint's trainable tensors do not match this learner's (another model
+                or another adapter).
+        """
+        names = set(state["trainable"])
+        if names != set(self._params):
+            missing = sorted(set(self._params) - names)[:3]
+            extra = sorted(names - set(self._params))[:3]
+            raise KeyError(
+                f"checkpoint does not match this learner's parameters (missing e.g. {missing}, "
+                f"unexpected e.g. {extra}); was it saved from another model or adapter?"
+            )
+        with torch.no_grad():
+            for n, p in self._params.items():
+                p.copy_(state["trainable"][n])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.updates = int(state["updates"])
+        self._rng.set_state(state["rng"])
+
+    # ---------------------------------------------------------------- internals
+
+    def _optimizer_step(self) -> float:
+        params = list(self._params.values())
+        if self.grad_clip > 0:
+            norm = float(torch.nn.utils.clip_grad_norm_(params, self.grad_clip))
+        else:
+            norm = float(
+                torch.linalg.vector_norm(
+                    torch.stack(
+                        [torch.linalg.vector_norm(p.grad) for p in params if p.grad is not None]
+                    )
+                )
+            )
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return norm
+
+    def _mini_batches(self, n: int) -> Iterator[list[int]]:
+        order = torch.randperm(n, generator=self._rng).tolist()
+        for s in range(0, n, self.mini_batch_size):
+            yield order[s : s + self.mini_batch_size]
+
+    def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
+        # Similar lengths together: less right padding per forward pass.
+        index = sorted(index, key=lambda i: samples[i].num_tokens)
+        for s in range(0, len(index), self.micro_batch_size):
+            yield self._collate(samples, index[s : s + self.micro_batch_size])
+
+    def _collate(self, samples: Sequence[TrainSample], index: list[int]) -> _Batch:
+        rows = [samples[i] for i in index]
+        width = max(s.num_tokens for s in rows)
+        t_c = max(len(s.completion_ids) for s in rows)
+        ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+        positions = torch.zeros((len(rows), t_c), dtype=torch.long)
+        targets = torch.full((len(rows), t_c), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), t_c), dtype=torch.bool)
+        for r, s in enumerate(rows):
+            p, c = len(s.prompt_ids), len(s.completion_ids)
+            ids[r, : p + c] = torch.tensor(s.prompt_ids + s.completion_ids, dtype=torch.long)
+            positions[r, :c] = torch.arange(p - 1, p + c - 1)  # position p-1 predicts token p
+            targets[r, :c] = torch.tensor(s.completion_ids, dtype=torch.long)
+            mask[r, :c] = True
+        d = self.device
+        return _Batch(ids.to(d), positions.to(d), targets.to(d), mask.to(d), index)
+
+    def _logits(self, model: Any, batch: _Batch) -> torch.Tensor:
+        """``(b, Tc, V)`` logits at the positions that predict completion tokens."""
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        with self._autocast():
+            decoder = base.get_decoder()
+            hidden = decoder(
+                input_ids=batch.input_ids, use_cache=False
+            ).last_hidden_state  # (b, L, H)
+            idx = batch.positions.unsqueeze(-1).expand(-1, -1, hidden.shape[-1])  # (b, Tc, H)
+            return base.get_output_embeddings()(hidden.gather(1, idx))  # (b, Tc, V)
+
+    def _logprobs(
+        self, batch: _Batch, temperature: float | None = None, top_p: float | None = None
+    ) -> torch.Tensor:
+        """``(b, Tc)`` log-probs of the targets under the trained policy (with grad)."""
+        if self.adapter is not None:
+            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+        self.model.train()
+        logits = self._logits(self.model, batch)
+        t = self.temperature if temperature is None else temperature
+        return token_logprobs(logits, batch.targets, t, self.top_p if top_p is None else top_p)
+
+    @torch.no_grad()
+    def _score(
+        self, samples: Sequence[TrainSample], *, reference: bool = False, with_entropy: bool = False
+    ) -> tuple[list[torch.Tensor], float]:
+        """Per-sample log-prob vectors under the policy (or the reference) and the mean entropy."""
+        model = self.model if not reference or self.ref_model is None else self.ref_model
+        if self.adapter is not None:
+            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+        # A LoRA learner's reference is its base without adapters.
+        ctx: AbstractContextManager[Any] = nullcontext()
+        if reference and self.ref_model is None:
+            ctx = self.model.disable_adapter()  # type: ignore[operator]
+        out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
+        ent_sum, n_tok = 0.0, 0
+        was_training = model.training
+        model.eval()
+        with ctx:
+            for batch in self._micro_batches(samples, list(range(len(samples)))):
+                logits = self._logits(model, batch)  # (b, Tc, V)
+                lp = token_logprobs(logits, batch.targets, self.temperature, self.top_p)
+                if with_entropy:
+                    logp_all = (logits.float() / self.temperature).log_softmax(-1)  # (b, Tc, V)
+                    ent = -(logp_all.exp() * logp_all).sum(-1)  # (b, Tc)
+                    ent_sum += masked_mean(ent, batch.mask).item() * batch.n_tokens
+                    n_tok += batch.n_tokens
+                for r, i in enumerate(batch.index):
+                    out[i] = lp[r, : len(samples[i].completion_ids)].float().cpu()
+        model.train(was_training)
+        return out, ent_sum / max(n_tok, 1)
+
+    def _autocast(self) -> AbstractContextManager[Any]:
+        if self.dtype is None:
+            return nullcontext()
+        return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def _pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:
+    """Stack 1-D tensors right-padded with 0 to ``(len(rows), width)``."""
+    out = torch.zeros((len(rows), width), dtype=torch.float32)
+    for r, v in enumerate(rows):
+        out[r, : len(v)] = v
+    return out
+
+
+def _check_samples(samples: Sequence[TrainSample], *, need_logprobs: bool) -> None:
+    if not samples:
+        raise ValueError("update got no samples")
+    for k, s in enumerate(samples):
+        if not s.prompt_ids or not s.completion_ids:
+            raise ValueError(
+                f"sample {k} has an empty prompt or completion; drop it before training"
+            )
+        if need_logprobs and len(s.logprobs) != len(s.completion_ids):
+            raise ValueError(
+                f"sample {k}: {len(s.logprobs)} engine log-probs for {len(s.completion_ids)} "
+                "completion tokens; PPO needs the engine's log-prob of every sampled token"
+            )
+
+
+def _lr_lambda(schedule: str, warmup_steps: int, total_steps: int | None, min_ratio: float) -> Any:
+    """Multiplier of the peak lr after ``step`` update calls."""
+
+    def f(step: int) -> float:
+        if warmup_steps > 0 and step < warmup_steps:
+            return (step + 1) / warmup_steps
+        if schedule == "constant" or total_steps is None:
+            return 1.0
+        progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
+        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return f

@@ -1,0 +1,310 @@
+"""Models and tokenizers: tiny Qwen3 models built in code, and loading from a path or hub id.
+
+The dev and CI machines reach no model hub, so the project builds its own tiny models: a Qwen3
+config (``Qwen3ForCausalLM``) with random weights and tied embeddings, and a byte-level tokenizer
+(256 byte tokens plus the Qwen specials ``<|endoftext|>``, ``<|im_start|>``, ``<|im_end|>``) with a
+Qwen-style chat template. Both are ordinary Hugging Face objects: ``save_pretrained`` writes a
+folder that ``AutoTokenizer`` / ``AutoModelForCausalLM.from_pretrained`` (and vLLM) load back.
+
+Presets (``build_tiny_model(preset)`` or ``load_model("tiny:<preset>")``):
+
+- ``"tiny"``: ~0.5M parameters (hidden 128, 2 layers); learns Plan-Path's answer format on a CPU in
+  minutes.
+- ``"small"``: ~10M parameters (hidden 256, 10 layers).
+- ``"qwen3-1.7b-shape"``: Qwen3-1.7B's exact shape (hidden 2048, 28 layers, vocab 151936) with
+  random weights, to measure GPU speed without a download. Its vocabulary is larger than the byte
+  tokenizer's 259 tokens (as with real Qwen checkpoints); ids past 258 decode to nothing.
+
+The chat template has no ``<think>`` block (Qwen3 with thinking off writes an empty one; a byte
+model would pay 17 prompt tokens per call for it). Prompts are encoded with :func:`chat_prompt_ids`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+INSTALL_HINT = "pip install 'mas-rl[train]'"
+
+#: Special tokens, in id order after the 256 byte tokens (ids 256, 257, 258).
+SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+#: Qwen-style ChatML template: one ``<|im_start|>role\n...<|im_end|>\n`` block per message.
+CHAT_TEMPLATE = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
+)
+
+
+@dataclass(frozen=True)
+class TinyPreset:
+    """Shape of a Qwen3 model built in code (see the module docstring for the named presets)."""
+
+    hidden_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    intermediate_size: int
+    vocab_size: int | None = None  # None: exactly the byte tokenizer's 259 tokens
+    max_position_embeddings: int = 4096
+
+
+PRESETS: dict[str, TinyPreset] = {
+    "tiny": TinyPreset(128, 2, 4, 2, 512),
+    "small": TinyPreset(256, 10, 8, 4, 1024),
+    "qwen3-1.7b-shape": TinyPreset(2048, 28, 16, 8, 6144, 151936, 40960),
+}
+
+
+def _require_transformers() -> None:
+    try:
+        import tokenizers  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            f"mas_trainer needs torch and transformers ({e}); run: {INSTALL_HINT}"
+        ) from e
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's byte -> printable character map, the alphabet of byte-level BPE tokenizers.
+
+    Using the standard map (rather than raw bytes) keeps the tokenizer loadable by every consumer
+    of ``tokenizer.json`` (transformers, tokenizers, vLLM).
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    printable += list(range(ord("®"), ord("ÿ") + 1))
+    chars = list(printable)
+    extra = 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
+
+
+def build_byte_tokenizer() -> PreTrainedTokenizerBase:
+    """Build the byte-level tokenizer with the Qwen-style chat template.
+
+    Token ids 0..255 are the bytes (id == byte value), 256 ``<|endoftext|>`` (pad), 257
+    ``<|im_start|>``, 258 ``<|im_end|>`` (eos). Padding is on the left (generation pads prompts).
+
+    Returns:
+        A ``PreTrainedTokenizerFast`` that round-trips through ``save_pretrained`` and
+        ``AutoTokenizer.from_pretrained``.
+    """
+    _require_transformers()
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    # No regex split and no prefix space: the text maps byte for byte onto ids.
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    backend.add_special_tokens(list(SPECIAL_TOKENS))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        padding_side="left",
+    )
+
+
+def chat_prompt_ids(
+    tokenizer: PreTrainedTokenizerBase, messages: list[dict[str, str]]
+) -> list[int]:
+    """Token ids of a chat prompt ending with the assistant header (the engine's input).
+
+    transformers 5 returns a ``BatchEncoding`` from ``apply_chat_template``; this returns the plain
+    id list that engines and :class:`~mas_trainer.samples.TrainSample` use.
+    """
+    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
+    return [int(i) for i in ids]
+
+
+def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
+    """Ids that end a completion: ``<|im_end|>`` and ``<|endoftext|>`` (those the vocab has)."""
+    ids = {tokenizer.eos_token_id}
+    for tok in ("<|im_end|>", "<|endoftext|>"):
+        tid = tokenizer.convert_tokens_to_ids(tok)
+        if isinstance(tid, int) and tid != tokenizer.unk_token_id:
+            ids.add(tid)
+    return sorted(i for i in ids if i is not None)
+
+
+def build_tiny_model(
+    preset: str = "tiny", seed: int = 0, dtype: torch.dtype | None = None
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Build a randomly initialised Qwen3 causal LM and the byte tokenizer, without any download.
+
+    Args:
+        preset: One of ``PRESETS`` (``"tiny"``, ``"small"``, ``"qwen3-1.7b-shape"``).
+        seed: Seed of the weight initialisation; a private ``torch.Generator`` state is used, the
+            global RNG state is restored afterwards.
+        dtype: Parameter dtype (default float32).
+
+    Returns:
+        ``(model, tokenizer)``; the model is in eval mode on the CPU.
+    """
+    _require_transformers()
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    if preset not in PRESETS:
+        raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
+    p = PRESETS[preset]
+    tokenizer = build_byte_tokenizer()
+    config = Qwen3Config(
+        vocab_size=p.vocab_size or len(tokenizer),
+        hidden_size=p.hidden_size,
+        intermediate_size=p.intermediate_size,
+        num_hidden_layers=p.num_hidden_layers,
+        num_attention_heads=p.num_attention_heads,
+        num_key_value_heads=p.num_key_value_heads,
+        head_dim=p.hidden_size // p.num_attention_heads,
+        max_position_embeddings=p.max_position_embeddings,
+        tie_word_embeddings=True,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    # Weight init draws from the global torch RNG; fork it so the caller's stream is untouched.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(config)
+    if dtype is not None:
+        model = model.to(dtype)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = stop_token_ids(tokenizer)
+    model.eval()
+    return model, tokenizer
+
+
+def load_model(
+    name_or_path: str, *, device: str = "cpu", dtype: torch.dtype | None = None, seed: int = 0
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Load a causal LM and its tokenizer.
+
+    Args:
+        name_or_path: ``"tiny:<preset>"`` builds a model in code (see ``PRESETS``); an existing
+            local folder is loaded with ``from_pretrained``; anything else is tried as a hub id
+            (needs network access, which the dev machines lack).
+        device: torch device string, e.g. ``"cpu"`` or ``"cuda"``.
+        dtype: Parameter dtype (default float32).
+        seed: Weight seed for ``tiny:`` models.
+
+    Returns:
+        ``(model, tokenizer)`` with the model in eval mode on ``device``.
+
+    Raises:
+        FileNotFoundError: ``name_or_path`` looks like a path but does not exist, or the hub is
+            unreachable; the message names the ``tiny:`` alternative.
+    """
+    _require_transformers()
+    import torch
+
+    dtype = dtype or torch.float32
+    if name_or_path.startswith("tiny:"):
+        model, tokenizer = build_tiny_model(
+            name_or_path.removeprefix("tiny:"), seed=seed, dtype=dtype
+        )
+        return model.to(device), tokenizer
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    path = Path(name_or_path).expanduser()
+    looks_local = (
+        path.exists() or name_or_path.startswith((".", "/", "~")) or name_or_path.count("/") > 1
+    )
+    hint = (
+        f"use a folder written by save_pretrained, a hub id reachable from this machine, "
+        f"or a model built in code: 'tiny:<preset>' with preset in {sorted(PRESETS)}"
+    )
+    if looks_local and not path.is_dir():
+        raise FileNotFoundError(
+            f"model path {str(path)!r} does not exist or is not a folder; {hint}"
+        )
+    source = str(path) if looks_local else name_or_path
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+    except OSError as e:
+        raise FileNotFoundError(f"could not load model {name_or_path!r} ({e}); {hint}") from e
+    if tokenizer.pad_token_id is None:
+        # Left-padded batched generation needs a pad id; its positions are masked out anyway.
+        tokenizer.pad_token = tokenizer.eos_token
+    model.to(device)
+    model.eval()
+    return model, tokenizer
+
+
+def count_parameters(model: Any) -> int:
+    """Number of distinct parameters (tied embeddings counted once)."""
+    return sum(p.numel() for p in model.parameters())
+
+
+#: Projection modules of Qwen-style decoders that LoRA adapts (attention and MLP).
+LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def add_lora_adapters(
+    model: PreTrainedModel,
+    names: list[str],
+    *,
+    r: int = 16,
+    alpha: int = 32,
+    dropout: float = 0.0,
+    target_modules: tuple[str, ...] = LORA_TARGETS,
+) -> Any:
+    """Wrap ``model`` into a ``peft`` model with one LoRA adapter per name (``per_role_lora``).
+
+    The base weights are frozen and shared; each adapter starts as a no-op (LoRA's B = 0), so every
+    role starts from the base policy. Activate one with ``peft_model.set_adapter(name)``; pass
+    ``adapter=name`` to :class:`~mas_trainer.learner.Learner` and
+    :class:`~mas_trainer.engines.TransformersEngine`, which do that before each forward pass.
+
+    Args:
+        model: The base causal LM.
+        names: Adapter names, usually the role names (at least one, no duplicates).
+        r: LoRA rank (the reference system used 16).
+        alpha: LoRA scaling numerator (the reference system used 32).
+        dropout: LoRA dropout (0 keeps sampling and training numerically identical).
+        target_modules: Module names to adapt.
+
+    Returns:
+        The ``peft.PeftModel``.
+    """
+    if not names or len(set(names)) != len(names):
+        raise ValueError(f"add_lora_adapters needs distinct adapter names, got {names}")
+    try:
+        from peft import LoraConfig, get_peft_model
+    except ImportError as e:
+        raise ImportError(f"per_role_lora needs peft; run: pip install 'mas-rl[lora]' ({e})") from e
+
+    def config() -> Any:
+        return LoraConfig(
+            r=r,
+            lora_alpha=alpha,
+            lora_dropout=dropout,
+            target_modules=list(target_modules),
+            task_type="CAUSAL_LM",
+        )
+
+    peft_model = get_peft_model(model, config(), adapter_name=names[0])
+    for name in names[1:]:
+        peft_model.add_adapter(name, config())
+    peft_model.set_adapter(names[0])
+    return peft_model

@@ -71,6 +71,11 @@ ENVS: dict[str, EnvEntry] = {
             "mas_envs.math.env:MathEnv",
             "Math problems: a tool agent runs Python in the sandbox, reasoners answer in \\boxed{}.",
         ),
+        EnvEntry(
+            "mas/Code-v0",
+            "mas_envs.code.env:CodeEnv",
+            "Coding problems: a coder writes a program, a tester writes cases; hidden tests judge.",
+        ),
     ]
 }
 

@@ -1,0 +1,374 @@
+"""mas/Code-v0: a coder writes a program, a tester writes test cases; hidden tests decide.
+
+Env card (also ``docs/envs/code.md``).
+
+Roles and turns
+    ``mode="mas"``: ``coder`` then ``tester`` each turn (sequential, immediate rewards).
+    ``mode="single"``: one ``coder`` (the single-agent baseline).
+
+Observation
+    ``{"system": str, "prompt": str}``. The coder sees the problem statement (public examples
+    included, hidden tests never), its current program and how that program did on the tester's
+    latest cases (pass/fail per case, input, expected and actual output, error tail, for the first
+    failing cases). The tester sees the statement, the coder's current program, its own previous
+    cases and the program's results on them. In single mode the coder's feedback comes from the
+    statement's public examples. Everything echoed is truncated and passes ``clean_text``.
+
+Actions
+    coder: a program in a ```` ```python ```` block (the last complete block counts; prose and
+    ``<think>`` sections are ignored; a bare program without fences is accepted if it compiles).
+    stdin/stdout problems read stdin and print; function problems define ``fn_name`` (a function,
+    or a method of ``class Solution``). tester: ``**Test Input:**`` / ``**Test Output:**`` pairs of
+    fenced blocks (stdin problems) or ``assert fn(<literals>) == <literal>`` lines (function
+    problems); at most ``max_cases`` cases count. Example answers::
+
+        ```python
+        a, b = map(int, input().split())
+        print(a + b)
+        ```
+
+        **Test Input:**
+        ```
+        2 3
+        ```
+        **Test Output:**
+        ```
+        5
+        ```
+
+Rewards (each agent's reward is ``alpha * team + local``)
+
+    ==========  =====================================================================
+    term        value
+    ==========  =====================================================================
+    team        ``p``: fraction of ALL hidden tests the coder's current program passes
+    coder       ``p`` of the program just written (the paper's coder reward)
+    tester      ``0.5 * valid + 0.5 * agree``; ``valid`` = fraction of its cases on which the
+                reference solution's output equals the case's expected output;
+                ``agree`` = 1 if its cases' verdict on the coder's current program (passes all
+                of them or not) equals the hidden verdict (passes all hidden tests or not),
+                else 0 (0 when the coder has no program yet)
+    format      ``-1`` local (no program found / no well-formed case), episode goes on
+    ==========  =====================================================================
+
+    Problems without a reference solution (LiveCodeBench): ``valid`` is judged only on cases
+    whose input equals a ground-truth test's input; others are left out of the fraction
+    (``valid`` = 0 when none can be judged).
+
+Success
+    The coder's current program passes every hidden test (``p == 1``).
+
+Termination
+    mas: terminated when, after the tester's step, the coder's current program passes all of the
+    tester's current cases; single: when the program passes all public examples (at once, if the
+    problem has none). Truncated after ``max_turns`` turns (default 3, as in the paper).
+
+Problems, seeds and splits
+    ``problems=`` ``"builtin"`` (default, 100+ problems written for this project, easy/medium/hard,
+    stdin and function problems), ``"humaneval"`` (extra ``code``), or a path to an APPS /
+    CodeContests / LiveCodeBench ``.jsonl`` / ``.parquet`` file (see :mod:`mas_envs.code.problems`).
+    ``reset(options={"problem_id": id})`` (or ``"task_id"``) picks a problem; otherwise the seed
+    draws one from ``split``. Splits: the record's own split, else 80/10/10 by a stable hash of the
+    id; ``task_ids(split)`` lists them.
+
+Execution
+    Programs run only in :mod:`mas_envs.sandbox`, one sandbox process per program and batch of
+    cases (:mod:`mas_envs.code.harness`), ``timeout_s`` per case (default 2 s), ``memory_mb``
+    (default 512); after ``max_timeouts`` (2) time-outs the batch's remaining cases fail
+    unrun. Results are cached per (program, input) so clones and tree branches never rerun them.
+
+Version history
+    v0: first version.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from mas_envs.base import Outcome, TextEnv
+from mas_envs.code import prompts
+from mas_envs.spaces import clean_text
+from mas_envs.code.judge import Case, CaseResult, Limits, Request, outputs_match, run_requests
+from mas_envs.code.judge import literal as parse_literal
+from mas_envs.code.judge import values_match
+from mas_envs.code.problems import Problem, load_problems, split_of
+
+__all__ = ["CodeEnv"]
+
+
+@functools.lru_cache(maxsize=16)
+def _problem_set(
+    source: str, file_split: str | None
+) -> tuple[dict[str, Problem], dict[str, tuple[str, ...]]]:
+    problems = load_problems(source, file_split=file_split)
+    by_id = {p.id: p for p in problems}
+    splits = {s: tuple(p.id for p in problems if split_of(p) == s)
+              for s in ("train", "validation", "test")}
+    return by_id, splits
+
+
+class CodeEnv(TextEnv):
+    """Coder + tester on a coding problem, judged on hidden tests (card: module docstring).
+
+    Args:
+        problems: ``"builtin"``, ``"humaneval"`` or a path to an APPS, CodeContests or
+            LiveCodeBench file.
+        file_split: Put every problem of ``problems`` into this split.
+        timeout_s: Wall-clock seconds per test case.
+        memory_mb: Memory limit of a sandboxed run.
+        max_cases: Most tester cases that count per answer (more are ignored).
+        mode, alpha, max_turns, split, render_mode, max_action_chars: see :class:`TextEnv`.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["human", "ansi"],
+        "name": "code_v0",
+        "is_parallelizable": True,
+    }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {
+        "mas": ("coder", "tester"),
+        "single": ("coder",),
+    }
+
+    def __init__(
+        self,
+        *,
+        problems: str = "builtin",
+        file_split: str | None = None,
+        timeout_s: float = 2.0,
+        memory_mb: int = 512,
+        max_cases: int = 8,
+        mode: str = "mas",
+        alpha: float = 1.0,
+        max_turns: int = 3,
+        split: str = "train",
+        render_mode: str | None = None,
+        max_action_chars: int = 65_536,
+    ) -> None:
+        super().__init__(
+            mode=mode,
+            alpha=alpha,
+            max_turns=max_turns,
+            split=split,
+            render_mode=render_mode,
+            max_action_chars=max_action_chars,
+        )
+        if not (0 < timeout_s <= 60):
+            raise ValueError(f"timeout_s must be in (0, 60] seconds, got {timeout_s!r}")
+        if not (32 <= memory_mb <= 65_536):
+            raise ValueError(f"memory_mb must be in [32, 65536], got {memory_mb!r}")
+        if not (isinstance(max_cases, int) and 1 <= max_cases <= 50):
+            raise ValueError(f"max_cases must be an int in [1, 50], got {max_cases!r}")
+        self.problems_source = str(problems)
+        self._by_id, self._splits = _problem_set(self.problems_source, file_split)
+        self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
+        self.max_cases = max_cases
+        self.problem: Problem | None = None
+        self._clear()
+
+    def _clear(self) -> None:
+        # Episode state: immutable values only, so clone() needs no _copy_state.
+        self.program: str | None = None
+        self.pass_rate = 0.0
+        self.cases: tuple[Case, ...] = ()
+        self.case_results: tuple[CaseResult, ...] | None = None
+        self._notes: tuple[tuple[str, str], ...] = ()
+
+    # ------------------------------------------------------------------ tasks
+
+    def task_ids(self, split: str | None = None) -> Sequence[str]:
+        """Problem ids of ``split`` (default: this env's split)."""
+        return self._splits[split or self.split]
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        if options and "problem_id" in options and options.get("task_id") is None:
+            options = {**options, "task_id": options["problem_id"]}
+        if (not options or options.get("task_id") is None) and not self.task_ids():
+            raise ValueError(
+                f"split {self.split!r} of problems={self.problems_source!r} is empty; choose "
+                "another split or pass options={'problem_id': ...}"
+            )
+        super().reset(seed=seed, options=options)
+
+    def _load_task(self, task_id: Any) -> None:
+        problem = self._by_id.get(str(task_id))
+        if problem is None:
+            raise ValueError(
+                f"unknown problem id {task_id!r} in problems={self.problems_source!r}; "
+                "env.task_ids(split) lists them"
+            )
+        self.problem = problem
+        self._clear()
+
+    @property
+    def _problem(self) -> Problem:
+        if self.problem is None:
+            raise RuntimeError("call reset() before using the env")
+        return self.problem
+
+    # ------------------------------------------------------------------ acting
+
+    def _note(self, agent: str) -> str:
+        return dict(self._notes).get(agent, "")
+
+    def _set_note(self, agent: str, note: str) -> None:
+        self._notes = tuple((a, n) for a, n in self._notes if a != agent) + ((agent, note),)
+
+    def _feedback_cases(self) -> tuple[Case, ...]:
+        return self.cases if self.mode == "mas" else self._problem.public
+
+    def _apply(self, agent: str, text: str) -> Outcome:
+        if agent == "coder":
+            return self._apply_coder(text)
+        return self._apply_tester(text)
+
+    def _apply_coder(self, text: str) -> Outcome:
+        p = self._problem
+        code = prompts.extract_code(text)
+        if code is None:
+            reason = (
+                "no program found: put the complete program in a ```python code block"
+            )
+            self._set_note("coder", f"Your last answer was not used: {reason}.")
+            return Outcome(self.format_penalty, self.pass_rate, self.success, parsed=False,
+                           reason=reason, info={"pass_rate": self.pass_rate})
+        feedback = self._feedback_cases()
+        req = Request(code, p.tests + feedback, p.fn_name, p.setup)
+        results = run_requests([req], self.limits)[0]
+        hidden, fb = results[: len(p.tests)], results[len(p.tests) :]
+        passed = sum(r.passed for r in hidden)
+        self.program = code
+        self.pass_rate = passed / len(hidden)
+        self.case_results = fb
+        self._set_note("coder", "")
+        success = passed == len(hidden)
+        done = self.mode == "single" and all(r.passed for r in fb)
+        info = {"pass_rate": self.pass_rate, "hidden_passed": passed, "hidden_total": len(hidden),
+                "cases_passed": sum(r.passed for r in fb), "cases_total": len(fb)}
+        return Outcome(self.pass_rate, self.pass_rate, success, done=done, info=info)
+
+    def _apply_tester(self, text: str) -> Outcome:
+        p = self._problem
+        cases, ignored = prompts.parse_cases(text, p, self.max_cases)
+        if not cases:
+            fmt = ("**Test Input:** / **Test Output:** blocks" if p.kind == "stdio"
+                   else f"`assert {p.fn_name}(...) == ...` lines with literal values")
+            reason = f"no test case found: write each case as {fmt}"
+            self._set_note("tester", f"Your last answer was not used: {reason}.")
+            return Outcome(self.format_penalty, self.pass_rate, self.success, parsed=False,
+                           reason=reason, info={"pass_rate": self.pass_rate})
+        reqs = []
+        if p.reference:
+            reqs.append(Request(p.reference, tuple(cases), p.fn_name, p.setup))
+        if self.program is not None:
+            reqs.append(Request(self.program, tuple(cases), p.fn_name, p.setup))
+        results = run_requests(reqs, self.limits)
+        valid = self._validity(cases, results[0] if p.reference else None)
+        judged = [v for v in valid if v is not None]
+        valid_frac = sum(judged) / len(judged) if judged else 0.0
+        agree = 0.0
+        done = False
+        prog = results[-1] if self.program is not None else None
+        if prog is not None:
+            passes_cases = all(r.passed for r in prog)
+            agree = float(passes_cases == self.success)
+            done = passes_cases
+        self.cases = tuple(cases)
+        self.case_results = prog
+        note = f"Only your first {self.max_cases} cases were used." if ignored else ""
+        self._set_note("tester", note)
+        local = 0.5 * valid_frac + 0.5 * agree
+        info = {"pass_rate": self.pass_rate, "valid": valid_frac, "agree": agree,
+                "cases": len(cases), "cases_ignored": ignored,
+                "cases_passed": sum(r.passed for r in prog) if prog is not None else 0}
+        return Outcome(local, self.pass_rate, self.success, done=done, info=info)
+
+    def _validity(
+        self, cases: Sequence[Case], ref: Sequence[CaseResult] | None
+    ) -> list[bool | None]:
+        """Per case: does the reference agree with its expected output (None: cannot tell)."""
+        if ref is not None:
+            return [r.passed for r in ref]
+        known = {t.input.strip(): t for t in self._problem.tests}
+        out: list[bool | None] = []
+        for c in cases:
+            t = known.get(c.input.strip())
+            if t is None:
+                out.append(None)
+            elif c.kind == "stdio":
+                out.append(outputs_match(c.expected, t.expected))
+            else:
+                ok_a, a = parse_literal(c.expected)
+                ok_b, b = parse_literal(t.expected)
+                out.append(ok_a and ok_b and values_match(a, b))
+        return out
+
+    # ------------------------------------------------------------------ text
+
+    def _system(self, agent: str) -> str:
+        return prompts.system_text(agent, self._problem)
+
+    def _prompt(self, agent: str) -> str:
+        p = self._problem
+        if agent == "coder":
+            feedback = self._feedback_cases()
+            return prompts.coder_prompt(
+                p,
+                turn=self.turn,
+                max_turns=self.max_turns,
+                program=self.program,
+                cases=feedback,
+                results=self.case_results if self.program is not None else None,
+                cases_by="tester's test cases" if self.mode == "mas" else "examples",
+                note=self._note("coder"),
+            )
+        return prompts.tester_prompt(
+            p,
+            turn=self.turn,
+            max_turns=self.max_turns,
+            program=self.program,
+            cases=self.cases,
+            results=self.case_results,
+            max_cases=self.max_cases,
+            note=self._note("tester"),
+        )
+
+    # ------------------------------------------------------------------ policies
+
+    def _oracle_cases(self) -> tuple[Case, ...]:
+        p = self._problem
+        # Public examples are already in the statement; without any, the oracle falls back on
+        # the first hidden tests (it is a reference policy; hidden tests never enter prompts).
+        return (p.public or p.tests[:3])[: self.max_cases]
+
+    def oracle_action(self, agent: str | None = None) -> str:
+        """The reference program (coder) or correct cases from the ground truth (tester)."""
+        agent = agent or self.agent_selection
+        p = self._problem
+        if agent == "coder":
+            if not p.reference:
+                raise ValueError(f"problem {p.id!r} has no reference solution to act as oracle")
+            return f"```python\n{p.reference.rstrip()}\n```"
+        return prompts.format_cases(p, self._oracle_cases())
+
+    def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        """A runnable wrong program (coder) or random well-formed cases (tester)."""
+        agent = agent or self.agent_selection
+        if agent == "coder":
+            return prompts.random_program(self._problem, rng)
+        return prompts.random_cases(self._problem, rng)
+
+    def _render_text(self) -> str:
+        if self.problem is None:
+            return "code_v0 (not reset)"
+        p = self.problem
+        head = (f"problem {p.id} [{p.kind}, {p.difficulty or 'unrated'}] turn "
+                f"{self.turn}/{self.max_turns} hidden pass rate {self.pass_rate:.2f} "
+                f"success={self.success}")
+        prog = self.program if self.program is not None else "(no program)\n"
+        cases = f"{len(self.cases)} tester cases" if self.mode == "mas" else ""
+        return f"{head}\n{clean_text(prog[:2000])}{cases}"

@@ -1,0 +1,343 @@
+"""Judging programs: run a program on test cases in the sandbox and compare outputs.
+
+A :class:`Case` is one test: ``stdio`` (stdin text -> expected stdout), ``call`` (the ``repr`` of a
+positional-argument tuple -> the ``repr`` of the expected return value) or ``script`` (a HumanEval
+assert run next to the function; passes when it raises nothing).
+
+Programs run only through :mod:`mas_envs.sandbox`, one sandbox process per (program, batch of
+cases) with :mod:`mas_envs.code.harness` inside; every batch of one env step goes to the sandbox in
+one ``run_many`` call, so the pool runs them concurrently. Raw results are cached per (program,
+case input, limits) in a bounded cache shared by every env in the process (so an env, its clones
+and its tree branches never run the same program on the same input twice, and a clone gets exactly
+the result its original got).
+
+Comparison (:func:`outputs_match`, :func:`values_match`) happens here, never in the sandbox:
+* ``stdio``: whitespace-separated tokens must be equal; two tokens that both parse as numbers, one
+  of them not an integer, are equal within 1e-6 (relative or absolute). Trailing whitespace and blank
+  lines never matter; letter case does.
+* ``call``: Python equality of plain values, lists and tuples interchangeable (JSON-sourced tests
+  have no tuples), floats within 1e-6.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import math
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = [
+    "Case",
+    "CaseResult",
+    "Request",
+    "outputs_match",
+    "run_requests",
+    "values_match",
+]
+
+CaseKind = Literal["stdio", "call", "script"]
+HARNESS_SOURCE = (Path(__file__).with_name("harness.py")).read_text(encoding="utf-8")
+_MARK = "@@R "
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case.
+
+    Attributes:
+        kind: ``"stdio"``, ``"call"`` or ``"script"``.
+        input: stdin text; for ``call`` the ``repr`` of the positional-argument tuple; for
+            ``script`` the assert statement(s).
+        expected: expected stdout; for ``call`` the ``repr`` of the expected value; unused for
+            ``script``.
+    """
+
+    kind: CaseKind
+    input: str
+    expected: str = ""
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """The verdict of one program on one case.
+
+    Attributes:
+        passed: The program's output matched the expected one.
+        status: ``"pass"``, ``"wrong"`` (ran, wrong output), ``"error"`` (crashed or does not
+            compile), ``"timeout"``, ``"output_limit"``, ``"skipped"`` (not run: the batch already
+            had too many timeouts) or ``"sandbox_error"``.
+        output: What the program printed (``stdio``) or returned (``call``, as ``repr``).
+        error: The tail of stderr or the reason for the status.
+    """
+
+    passed: bool
+    status: str
+    output: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One program to run on some cases."""
+
+    program: str
+    cases: tuple[Case, ...]
+    fn_name: str | None = None
+    setup: str = ""
+
+
+# ---------------------------------------------------------------------------- comparison
+
+
+def _number(token: str) -> float | None:
+    try:
+        value = float(token)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _is_int_token(token: str) -> bool:
+    return token.lstrip("+-").isdigit()
+
+
+def outputs_match(got: str, expected: str) -> bool:
+    """Whether ``got`` stdout matches ``expected`` (tokens; numbers within 1e-6)."""
+    a, b = got.split(), expected.split()
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x == y:
+            continue
+        if _is_int_token(x) and _is_int_token(y):
+            return False
+        fx, fy = _number(x), _number(y)
+        if fx is None or fy is None or not math.isclose(fx, fy, rel_tol=1e-6, abs_tol=1e-6):
+            return False
+    return True
+
+
+def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
+    """Whether two plain values are equal (lists = tuples; floats within 1e-6)."""
+    if depth > 100:
+        return False
+    if isinstance(expected, float) or isinstance(got, float):
+        if isinstance(got, bool) or isinstance(expected, bool):
+            return got == expected
+        if isinstance(got, int | float) and isinstance(expected, int | float):
+            if math.isnan(got) and math.isnan(expected):
+                return True
+            return math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-6)
+        return False
+    seq = (list, tuple)
+    if isinstance(got, seq) and isinstance(expected, seq):
+        return len(got) == len(expected) and all(
+            values_match(g, e, depth + 1) for g, e in zip(got, expected)
+        )
+    if isinstance(got, dict) and isinstance(expected, dict):
+        return got.keys() == expected.keys() and all(
+            values_match(got[k], expected[k], depth + 1) for k in expected
+        )
+    if type(got) is not type(expected) and not (
+        isinstance(got, int) and isinstance(expected, int)
+    ):
+        return False
+    try:
+        return bool(got == expected)
+    except Exception:
+        return False
+
+
+def literal(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` when ``text`` is a Python literal, else ``(False, None)``."""
+    if text == "set()":
+        return True, set()
+    try:
+        return True, ast.literal_eval(text)
+    except Exception:  # SyntaxError, ValueError, RecursionError, MemoryError...
+        return False, None
+
+
+def judge(case: Case, status: str, output: str, error: str) -> CaseResult:
+    """Turn a raw harness result into a verdict against ``case``'s expected output."""
+    if status != "ok":
+        return CaseResult(False, status, output, error)
+    if case.kind == "script":
+        passed = True
+    elif case.kind == "call":
+        ok_got, got = literal(output)
+        ok_exp, exp = literal(case.expected)
+        passed = ok_got and ok_exp and values_match(got, exp)
+    else:
+        passed = outputs_match(output, case.expected)
+    return CaseResult(passed, "pass" if passed else "wrong", output, error)
+
+
+# ---------------------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one run.
+
+    Attributes:
+        timeout_s: Wall-clock seconds per test case.
+        memory_mb: Memory limit of the sandbox process (harness + the running test).
+        max_timeouts: After this many timeouts in one batch the remaining cases are skipped
+            (they fail): a program that loops forever costs ``max_timeouts * timeout_s``, not
+            ``len(cases) * timeout_s``.
+        output_cap: Bytes of output kept per case; more is an ``output_limit``.
+    """
+
+    timeout_s: float = 2.0
+    memory_mb: int = 512
+    max_timeouts: int = 2
+    output_cap: int = 65_536
+
+
+class _Cache:
+    """A bounded LRU map from (program, case input, limits) to a raw harness result."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.data: OrderedDict[bytes, tuple[str, str, str]] = OrderedDict()
+
+    def get(self, key: bytes) -> tuple[str, str, str] | None:
+        value = self.data.get(key)
+        if value is not None:
+            self.data.move_to_end(key)
+        return value
+
+    def put(self, key: bytes, value: tuple[str, str, str]) -> None:
+        self.data[key] = value
+        self.data.move_to_end(key)
+        while len(self.data) > self.size:
+            self.data.popitem(last=False)
+
+
+CACHE = _Cache(50_000)
+"""The process-wide result cache (deterministic programs give the same result anyway; for the
+others it keeps an env and its clones consistent)."""
+
+
+def _key(req: Request, case: Case, limits: Limits) -> bytes:
+    h = hashlib.blake2b(digest_size=20)
+    for part in (req.program, req.fn_name or "", req.setup, case.kind, case.input, repr(limits)):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.digest()
+
+
+_BATCH_BYTES = 1 << 20  # keep one sandbox's report well under any stdout cap
+
+
+def _batches(cases: list[tuple[int, Case]], limits: Limits) -> list[list[tuple[int, Case]]]:
+    per_case = min(limits.output_cap, 16_384) + 4096
+    size = max(1, _BATCH_BYTES // per_case)
+    return [cases[i : i + size] for i in range(0, len(cases), size)]
+
+
+def _parse_report(stdout: str, n: int) -> dict[int, tuple[str, str, str]]:
+    found: dict[int, tuple[str, str, str]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith(_MARK):
+            continue
+        try:
+            rec = json.loads(line[len(_MARK) :])
+            i = int(rec["i"])
+            if 0 <= i < n and i not in found:
+                found[i] = (str(rec["status"]), str(rec["out"]), str(rec["err"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
+
+
+def run_requests(
+    requests: Sequence[Request], limits: Limits = Limits()
+) -> list[tuple[CaseResult, ...]]:
+    """Run every request's program on its cases; one sandbox ``run_many`` call for them all.
+
+    Returns, per request, one :class:`CaseResult` per case, in order. Never raises for anything
+    a program does; a failing sandbox gives ``sandbox_error`` results.
+    """
+    raw: list[list[tuple[str, str, str] | None]] = []
+    todo: list[tuple[int, Request, list[tuple[int, Case]]]] = []
+    for r, req in enumerate(requests):
+        row: list[tuple[str, str, str] | None] = []
+        missing: list[tuple[int, Case]] = []
+        for c, case in enumerate(req.cases):
+            hit = CACHE.get(_key(req, case, limits))
+            row.append(hit)
+            if hit is None:
+                missing.append((c, case))
+        raw.append(row)
+        for batch in _batches(missing, limits) if missing else []:
+            todo.append((r, req, batch))
+    if todo:
+        _run_batches(todo, raw, requests, limits)
+    out = []
+    for req, row in zip(requests, raw):
+        out.append(
+            tuple(
+                judge(case, *(res or ("sandbox_error", "", "no result")))
+                for case, res in zip(req.cases, row)
+            )
+        )
+    return out
+
+
+def _run_batches(
+    todo: list[tuple[int, Request, list[tuple[int, Case]]]],
+    raw: list[list[tuple[str, str, str] | None]],
+    requests: Sequence[Request],
+    limits: Limits,
+) -> None:
+    try:
+        from mas_envs.sandbox import Job, Verdict, run_many
+    except ImportError as e:  # pragma: no cover - the sandbox ships with mas_envs
+        raise ImportError(
+            f"mas_envs.sandbox is needed to run code ({e}); reinstall mas-rl: pip install -e ."
+        ) from e
+    jobs = []
+    for _, req, batch in todo:
+        spec = {
+            "program": req.program,
+            "fn_name": req.fn_name,
+            "setup": req.setup,
+            "timeout": limits.timeout_s,
+            "cap": limits.output_cap,
+            "max_timeouts": limits.max_timeouts,
+            "tests": [{"kind": c.kind, "input": c.input} for _, c in batch],
+        }
+        wall = limits.timeout_s * (limits.max_timeouts + 0.25 * len(batch)) + 5.0
+        jobs.append(
+            Job(
+                code=HARNESS_SOURCE,
+                stdin=json.dumps(spec, ensure_ascii=True),
+                timeout_s=wall,
+                memory_mb=limits.memory_mb,
+            )
+        )
+    results = run_many(jobs)
+    for (r, req, batch), res in zip(todo, results):
+        found = _parse_report(res.stdout, len(batch))
+        if res.verdict == Verdict.ok:
+            lost = ("sandbox_error", "", "the harness reported no result for this case")
+        elif res.verdict == Verdict.timeout:
+            lost = ("timeout", "", "the whole batch ran out of time")
+        elif res.verdict == Verdict.memory_limit:
+            lost = ("error", "", "memory limit exceeded")
+        elif res.verdict == Verdict.output_limit:
+            lost = ("output_limit", "", "output limit exceeded")
+        else:
+            lost = ("sandbox_error", "", f"sandbox: {res.verdict.name}: {res.stderr[-500:]}")
+        for j, (c, case) in enumerate(batch):
+            value = found.get(j, lost)
+            raw[r][c] = value
+            if value[0] != "sandbox_error":
+                CACHE.put(_key(req, case, limits), value)

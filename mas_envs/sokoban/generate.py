@@ -22,7 +22,7 @@ import numpy as np
 
 from mas_envs.sokoban.board import Board, Level
 
-__all__ = ["MAX_ROOMS", "P_CHANGE_DIRECTION", "PULL_RUNS", "WALK_STEPS", "generate_level"]
+__all__ = ["MAX_ROOMS", "PULL_RUNS", "P_CHANGE_DIRECTION", "WALK_STEPS", "generate_level"]
 
 P_CHANGE_DIRECTION = 0.35
 WALK_STEPS = 25
@@ -131,7 +131,7 @@ def _reverse_play(
         boxes[k] += length * d
         occupied.add(boxes[k])
         player = boxes[k] + d
-        score = sum(_manhattan(b, g, width) for b, g in zip(boxes, goals))
+        score = sum(_manhattan(b, g, width) for b, g in zip(boxes, goals, strict=True))
         if score > best_score and not occupied <= goal_set:
             region = _reach(player, floor, occupied, deltas)
             best_score, best = score, (region[draws.below(len(region))], boxes[:])
@@ -144,7 +144,9 @@ def _manhattan(a: int, b: int, width: int) -> int:
     return abs(ar - br) + abs(ac - bc)
 
 
-def generate_level(rng: np.random.Generator, width: int = 6, height: int = 6, boxes: int = 1) -> Level:
+def generate_level(
+    rng: np.random.Generator, width: int = 6, height: int = 6, boxes: int = 1
+) -> Level:
     """A random, solvable, unsolved level drawn from ``rng``.
 
     Args:

@@ -61,10 +61,11 @@ _STUCK = (
 )
 # What well-behaved answers look like, parsed without the general parser's regexes.
 _SIMPLE = re.compile(r"[ \t\n]*[UDLR](?:[ \t]*,?[ \t]*[UDLR])*[ \t\n.]*")
+_LETTER = re.compile("[UDLR]")
+_new_parsed = tuple.__new__
 
 
 def build_prompt(
-    *,
     role: str,
     board_text: str,
     turn: int,
@@ -96,22 +97,15 @@ def build_prompt(
         proposal: For the planner in the team: the tool agent's latest proposal, as a line of
             text (already cleaned); ``None`` for everyone else.
     """
-    parts = [
-        _RULES,
-        f"Current state (turn {turn} of {max_turns}; boxes on goals: {on_goals}/{n_boxes}; "
-        f"you are at row {row}, column {col}, counting from 0 at the top left):\n",
-        board_text,
-        f"\n\nMoves made so far ({len(made)}): {format_moves(made)}\n",
-    ]
-    if note:
-        parts.append(note)
-    if stuck:
-        parts.append(_STUCK)
-    if proposal is not None:
-        parts.append(f"\nThe tool agent's proposal: {proposal}\n")
-    parts.append("\n")
-    parts.append(_ASK[role])
-    return "".join(parts)
+    shown = "" if proposal is None else f"\nThe tool agent's proposal: {proposal}\n"
+    # One f-string: the prompt is rebuilt after every step, so it is built in one pass.
+    return (
+        f"{_RULES}Current state (turn {turn} of {max_turns}; boxes on goals: {on_goals}/{n_boxes}; "
+        f"you are at row {row}, column {col}, counting from 0 at the top left):\n{board_text}\n\n"
+        f"Moves made so far ({len(made)}): {', '.join(made) if made else '(none)'}\n"
+        f"{note}{_STUCK if stuck else ''}"
+        f"{shown}\n{_ASK[role]}"
+    )
 
 
 def failed_note(invalid: tuple[tuple[int, str], ...]) -> str:
@@ -140,9 +134,9 @@ def parse_answer(text: str, max_moves: int) -> ParsedMoves:
     """
     _, sep, tail = text.rpartition("####")
     if sep and _SIMPLE.fullmatch(tail):
-        moves = tuple(ch for ch in tail if ch in "UDLR")
+        moves = tuple(_LETTER.findall(tail))
         if len(moves) <= max_moves:
-            return ParsedMoves(moves, "")
+            return _new_parsed(ParsedMoves, (moves, ""))  # ParsedMoves(moves, ""), faster
     return parse_moves(text, max_moves)
 
 

@@ -24,7 +24,7 @@ _MOVES = ("U", "D", "L", "R")
 
 def is_deadlocked(board: Board, boxes: frozenset[int]) -> bool:
     """A box sits on a dead cell: the level can no longer be solved."""
-    return not board.dead.isdisjoint(boxes - board.goals)
+    return not board.dead.isdisjoint(boxes)  # goals are never dead
 
 
 def solve(

@@ -103,6 +103,7 @@ class MathEnv(TextEnv):
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["human", "ansi"],
         "name": "math_v0",
+        "render_fps": 1,
         "is_parallelizable": True,
     }
     roles: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -356,7 +357,7 @@ class MathEnv(TextEnv):
                 f"import ({e}); reinstall mas-rl (pip install -e .)"
             ) from e
         result = run_python(code, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb)
-        verdict = str(getattr(result.verdict, "value", result.verdict))
+        verdict = result.verdict.value
         stderr = result.stderr.strip().splitlines()
         run = ToolRun(verdict, result.stdout, "\n".join(stderr[-5:]))
         if verdict != "sandbox_error":  # an infrastructure hiccup is worth retrying

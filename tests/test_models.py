@@ -1,0 +1,133 @@
+"""Tiny models and the byte tokenizer built in code (mas_trainer/models.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
+
+from mas_trainer.models import (  # noqa: E402
+    add_lora_adapters,
+    build_byte_tokenizer,
+    build_tiny_model,
+    chat_prompt_ids,
+    count_parameters,
+    load_model,
+    stop_token_ids,
+    tiny_config,
+)
+
+MESSAGES = [{"role": "system", "content": "You plan."}, {"role": "user", "content": "Go ☃ now"}]
+
+
+def test_byte_tokenizer_maps_text_to_utf8_bytes_and_back() -> None:
+    tok = build_byte_tokenizer()
+    text = "héllo ☃\n\t {x}  <b>"
+    ids = tok.encode(text)
+    assert ids == list(text.encode("utf-8"))
+    assert tok.decode(ids) == text
+    assert len(tok) == 259
+    assert tok.convert_tokens_to_ids(["<|endoftext|>", "<|im_start|>", "<|im_end|>"]) == [
+        256,
+        257,
+        258,
+    ]
+    assert (tok.pad_token_id, tok.eos_token_id) == (256, 258)
+    assert stop_token_ids(tok) == [256, 258]
+
+
+def test_chat_template_is_qwen_style() -> None:
+    tok = build_byte_tokenizer()
+    text = tok.apply_chat_template(MESSAGES, add_generation_prompt=True, tokenize=False)
+    assert text == (
+        "<|im_start|>system\nYou plan.<|im_end|>\n"
+        "<|im_start|>user\nGo ☃ now<|im_end|>\n"
+        "<|im_start|>assistant\n"
+    )
+    ids = chat_prompt_ids(tok, MESSAGES)
+    assert ids[0] == 257 and ids[-len(b"assistant\n") - 1] == 257
+    assert tok.decode(ids) == text
+
+
+def test_tiny_presets_have_documented_sizes_and_tied_embeddings() -> None:
+    model, tok = build_tiny_model("tiny")
+    assert 400_000 <= count_parameters(model) <= 600_000
+    assert model.config.tie_word_embeddings
+    assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+    assert model.config.vocab_size == len(tok)
+    assert type(model).__name__ == "Qwen3ForCausalLM"
+
+
+@pytest.mark.parametrize(
+    ("preset", "low", "high"), [("small", 9e6, 11e6), ("qwen3-1.7b-shape", 1.6e9, 2.1e9)]
+)
+def test_larger_presets_shapes(preset: str, low: float, high: float) -> None:
+    from transformers import Qwen3ForCausalLM
+
+    config = tiny_config(preset, build_byte_tokenizer())
+    with torch.device("meta"):  # shapes only, no memory
+        model = Qwen3ForCausalLM(config)
+    assert low <= count_parameters(model) <= high
+
+
+def test_seed_controls_weights_and_global_rng_is_untouched() -> None:
+    torch.manual_seed(123)
+    expected_next = torch.rand(3)
+    torch.manual_seed(123)
+    a, _ = build_tiny_model("tiny", seed=1)
+    assert torch.equal(torch.rand(3), expected_next)
+    b, _ = build_tiny_model("tiny", seed=1)
+    c, _ = build_tiny_model("tiny", seed=2)
+    w = "model.layers.0.mlp.up_proj.weight"
+    assert torch.equal(a.state_dict()[w], b.state_dict()[w])
+    assert not torch.equal(a.state_dict()[w], c.state_dict()[w])
+
+
+def test_save_pretrained_round_trip_with_auto_classes(tmp_path: Path) -> None:
+    model, tok = build_tiny_model("tiny", seed=3)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    tok2 = AutoTokenizer.from_pretrained(tmp_path)
+    model2 = AutoModelForCausalLM.from_pretrained(tmp_path)
+    ids = chat_prompt_ids(tok, MESSAGES)
+    assert chat_prompt_ids(tok2, MESSAGES) == ids
+    assert tok2.encode("a☃") == tok.encode("a☃")
+    assert (tok2.pad_token_id, tok2.eos_token_id) == (256, 258)
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        assert torch.allclose(model(x).logits, model2(x).logits, atol=1e-6)
+    # load_model goes through the same path and returns an eval-mode model.
+    model3, tok3 = load_model(str(tmp_path))
+    assert not model3.training and len(tok3) == 259
+
+
+def test_load_model_tiny_prefix_and_clear_errors(tmp_path: Path) -> None:
+    model, tok = load_model("tiny:tiny", dtype=torch.bfloat16)
+    assert next(model.parameters()).dtype == torch.bfloat16 and len(tok) == 259
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(FileNotFoundError, match="no-such-model") as err:
+        load_model(str(missing))
+    assert "tiny:" in str(err.value)
+    with pytest.raises(ValueError, match="unknown tiny model preset 'huge'"):
+        load_model("tiny:huge")
+
+
+def test_lora_adapters_start_as_the_base_policy() -> None:
+    model, tok = build_tiny_model("tiny")
+    x = torch.tensor([chat_prompt_ids(tok, MESSAGES)])
+    with torch.no_grad():
+        base_logits = model(x).logits.clone()
+    peft_model = add_lora_adapters(model, ["planner", "executor"], r=4, alpha=8)
+    for name in ("planner", "executor"):
+        peft_model.set_adapter(name)
+        with torch.no_grad():
+            assert torch.allclose(peft_model(x).logits, base_logits, atol=1e-6)
+    trainable = {n for n, p in peft_model.named_parameters() if p.requires_grad}
+    assert trainable and all(".executor." in n for n in trainable)
+    with pytest.raises(ValueError, match="distinct"):
+        add_lora_adapters(build_tiny_model("tiny")[0], ["a", "a"])

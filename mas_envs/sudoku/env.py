@@ -92,7 +92,7 @@ from mas_envs import registry
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku import prompts
-from mas_envs.sudoku.board import conflict, format_grid, geometry
+from mas_envs.sudoku.board import conflict, conflict_at, format_grid, geometry
 from mas_envs.sudoku.generate import check_config, generate
 from mas_envs.sudoku.render import render_board
 
@@ -160,6 +160,21 @@ class SudokuEnv(TextEnv):
         self._history: tuple[tuple[int, bytes, bytes | None, str], ...] = ()
         self._proposal: tuple[int, bytes | None, str] | None = None
 
+    @property
+    def puzzle(self) -> bytes:
+        """The given clues as a board (``bytes``, row-major, 0 = empty)."""
+        return self._puzzle
+
+    @property
+    def solution(self) -> bytes:
+        """The unique solution (hidden from the agents; for analysis and tests)."""
+        return self._solution
+
+    @property
+    def board(self) -> bytes:
+        """The current board: clues plus the cells the planner filled."""
+        return self._board
+
     # ------------------------------------------------------------------ rules and rewards
 
     def _score_of(self, board: bytes) -> int:
@@ -167,55 +182,61 @@ class SudokuEnv(TextEnv):
         correct = sum(map(eq, cells, self._free_solution))
         return 2 * correct - (self._n_free - cells.count(0))
 
-    def _judge(self, text: str) -> tuple[Outcome, bytes | None, int]:
+    def _judge(self, text: str) -> tuple[float, bytes | None, str, int]:
         """Score ``text`` against the current board without changing anything.
 
-        Returns the outcome (``team_reward`` not set), the board the answer gives (``None`` when
-        it did not parse), and that board's score.
+        Returns ``(local_reward, new_board, reason, new_score)``: ``new_board`` is ``None`` when
+        the text did not parse; ``reason`` is non-empty when it did not parse or broke a rule.
         """
-        n, board = self.size, self._board
+        n, puzzle = self.size, self._puzzle
         parsed = prompts.parse_answer(text, n)
         if parsed.reason:
-            return Outcome(self.format_penalty, parsed=False, reason=parsed.reason), None, 0
-        puzzle = self._puzzle
+            return self.format_penalty, None, parsed.reason, 0
         reason = ""
-        if parsed.grid is not None:
-            new = parsed.grid
+        new = parsed.grid
+        if new is not None:
             if self._clue_get(new) != self._clue_values:
                 i = next(i for i in self._given if new[i] != puzzle[i])
                 reason = _clue_reason(i, new[i], puzzle[i], n)
+            elif new != self._solution:
+                reason = conflict(new, n)
         else:
-            work = bytearray(board)
-            for i, v in parsed.fills or ():
+            fills = parsed.fills or ()
+            work = bytearray(self._board)
+            for i, v in fills:
                 if puzzle[i] and puzzle[i] != v and not reason:
                     reason = _clue_reason(i, v, puzzle[i], n)
                 work[i] = v
             new = bytes(work)
-        if not reason and new != self._solution:
-            reason = conflict(new, n)
+            if not reason and new != self._solution:
+                # The board was clean before, so only the filled cells can clash.
+                reason = conflict_at(new, n, (i for i, _ in fills))
         if reason:
-            info = {"valid": False, "empty": new.count(0)}
-            return Outcome(INVALID_REWARD, reason=reason, info=info), new, self._score
+            return INVALID_REWARD, new, reason, self._score
+        if new == self._solution:
+            return (
+                (self._n_free - self._score) / self._n_free + SOLVED_REWARD,
+                new,
+                "",
+                self._n_free,
+            )
         score = self._score_of(new)
-        reward = (score - self._score) / self._n_free
-        solved = new == self._solution
-        if solved:
-            reward += SOLVED_REWARD
-        info = {"valid": True, "empty": new.count(0)}
-        return Outcome(reward, success=solved, done=solved, info=info), new, score
+        return (score - self._score) / self._n_free, new, "", score
 
     def _apply(self, agent: str, text: str) -> Outcome:
-        out, new, score = self._judge(text)
+        reward, new, reason, score = self._judge(text)
+        info = None if new is None else {"valid": not reason, "empty": new.count(0)}
         if agent == "tool":
-            self._proposal = (self.turn, new, out.reason)
-            return out._replace(success=False, done=False)
-        if new is None or out.reason:
-            note = ("not read: " if new is None else "rejected: ") + out.reason
+            self._proposal = (self.turn, new, reason)
+            return Outcome(reward, parsed=new is not None, reason=reason, info=info)
+        if reason:
+            note = ("not read: " if new is None else "rejected: ") + reason
             self._history = (*self._history, (self.turn, self._board, None, note))
-        else:
-            self._history = (*self._history, (self.turn, self._board, new, ""))
-            self._board, self._score = new, score
-        return out._replace(team_reward=1.0 if out.success else 0.0)
+            return Outcome(reward, parsed=new is not None, reason=reason, info=info)
+        self._history = (*self._history, (self.turn, self._board, new, ""))
+        solved = new == self._solution
+        self._board, self._score = new, score
+        return Outcome(reward, 1.0 if solved else 0.0, solved, solved, info=info)
 
     # ------------------------------------------------------------------ text
 

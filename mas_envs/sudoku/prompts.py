@@ -20,7 +20,7 @@ import re
 from typing import NamedTuple
 
 from mas_envs.spaces import clean_text
-from mas_envs.sudoku.board import format_grid
+from mas_envs.sudoku.board import SIZES, format_grid
 
 __all__ = ["Parsed", "format_fills", "parse_answer", "system_text"]
 
@@ -103,6 +103,7 @@ _GROUP = re.compile(r"[\[(]([^\[\]()]*)[\])]")
 _FILL_LIST = re.compile(r"\[\s*(?:[\[(][^\[\]()]*[\])]\s*,?\s*)+\]")
 _TOKENS = re.compile(r"[^\s,;]+")
 _ROW = re.compile(r"[0-9._]+")
+_ROWS_ONLY = {n: re.compile(f"[0-{n}._\\n]*") for n in SIZES}
 _LABEL = re.compile(r"^\W*(?:row\s*\d+|r\d+)\s*[:=).\]-]?", re.IGNORECASE)
 _SEPARATORS = str.maketrans("", "", " \t\r,|;:[](){}'\"+-=`")
 _CELL_BYTES = bytes.maketrans(b"0123456789._", bytes(range(10)) + b"\0\0")
@@ -116,15 +117,15 @@ def _fail(reason: str, n: int) -> Parsed:
     return Parsed(None, None, f"{reason}; " + _GRID_HINT.format(n=n))
 
 
-def _fills(groups: list[str], n: int) -> Parsed:
+def _fills(groups: list[str], tokenized: list[list[str]], n: int) -> Parsed:
     """Fills from the bracketed groups of an answer (each must be ``row, column, digit``)."""
     fills: dict[int, int] = {}
-    for group in groups:
-        tokens = _TOKENS.findall(group)
-        if len(tokens) != 3 or not all(t.isascii() and t.isdigit() for t in tokens):
+    for group, tokens in zip(groups, tokenized, strict=True):
+        joined = "".join(tokens)
+        if len(tokens) != 3 or not (joined.isascii() and joined.isdigit()):
             shown = clean_text(group.strip()[:30])
             return _fail(f"fill [{shown}] is not [row, column, digit]", n)
-        r, c, v = (int(t) for t in tokens)
+        r, c, v = int(tokens[0]), int(tokens[1]), int(tokens[2])
         if not (1 <= r <= n and 1 <= c <= n):
             return _fail(
                 f"fill [{r}, {c}, {v}]: rows and columns are numbered 1 to {n} (1-based)", n
@@ -162,10 +163,18 @@ def _grid_runs(region: str) -> list[list[str]]:
 
 
 def _grid(region: str, n: int) -> Parsed:
+    flat = region.translate(_SEPARATORS)
+    if _ROWS_ONLY[n].fullmatch(flat):
+        # Fast path: every line is a row of valid cells, a box line or blank.
+        rows = flat.split()
+        if (len(rows) == n and set(map(len, rows)) == {n}) or (
+            len(rows) == 1 and len(rows[0]) == n * n
+        ):
+            return Parsed("".join(rows).encode("ascii").translate(_CELL_BYTES), None, "")
     runs = _grid_runs(region)
-    if not runs:
+    rows = runs[-1] if runs else []
+    if not rows:
         return _fail("no grid or fill list found", n)
-    rows = runs[-1]
     if len(rows) == 1 and len(rows[0]) == n * n:
         text = rows[0]
     elif len(rows) == n and all(len(row) == n for row in rows):
@@ -202,13 +211,15 @@ def parse_answer(text: str, n: int) -> Parsed:
             lists = _FILL_LIST.findall(text)
             if lists:
                 groups = _GROUP.findall(lists[-1])
-                if any(len(_TOKENS.findall(g)) == 3 for g in groups):
-                    return _fills(groups, n)
+                tokenized = [_TOKENS.findall(g) for g in groups]
+                if any(len(t) == 3 for t in tokenized):
+                    return _fills(groups, tokenized, n)
             return _grid(text, n)
     if "`" in region:
         region = _FENCE_MARK.sub("\n", region)
     if "[" in region or "(" in region:
         groups = _GROUP.findall(region)
-        if any(len(_TOKENS.findall(g)) == 3 for g in groups):
-            return _fills(groups, n)
+        tokenized = [_TOKENS.findall(g) for g in groups]
+        if any(len(t) == 3 for t in tokenized):
+            return _fills(groups, tokenized, n)
     return _grid(region, n)

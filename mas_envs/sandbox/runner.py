@@ -1,0 +1,509 @@
+"""Running untrusted Python: :func:`run_python`, :func:`run_many` and :func:`isolation`.
+
+One run = one process tree, started by bubblewrap (see :mod:`mas_envs.sandbox.modes`) with
+the launcher (:mod:`mas_envs.sandbox.launcher`) as its program. The parent:
+
+* hands the program, its files and limits to the launcher through an anonymous file (memfd), and
+  its stdin as another memfd (so the program sees end-of-file, and a big stdin never blocks us);
+* reads stdout and stderr as they come, keeping at most the output limit in memory, and kills the
+  run as soon as either stream passes it;
+* kills the whole run at the wall-clock deadline: the process group, the cgroup (which also holds
+  processes that called ``setsid``) and, with bubblewrap, the pid namespace (its init dies);
+* after the main process exits, kills whatever it left behind, then removes the cgroup.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import itertools
+import logging
+import marshal
+import math
+import os
+import posixpath
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Sequence
+
+from mas_envs.sandbox import cgroup, modes
+from mas_envs.sandbox.result import ExecResult, Job, Verdict
+
+log = logging.getLogger("mas_envs.sandbox")
+
+MAX_PROCESSES = 32
+"""Most processes + threads one program may have at once (the launcher included)."""
+STDOUT_LIMIT = 8 << 20
+"""Bytes of stdout kept; a program that writes more is stopped (``output_limit``)."""
+STDERR_LIMIT = 8 << 20
+"""Bytes of stderr a program may write before it is stopped (``output_limit``)."""
+STDERR_HEAD = 16 << 10
+STDERR_TAIL = 48 << 10
+"""Of stderr, the first ``STDERR_HEAD`` and last ``STDERR_TAIL`` bytes are kept."""
+TMPFS_BYTES = 64 << 20
+"""Size of each private tmpfs (``/sandbox`` and ``/tmp``)."""
+FILE_SIZE_LIMIT = 64 << 20
+OPEN_FILES = 256
+MEMORY_OVERHEAD = 64 << 20
+"""The cgroup's memory limit is ``memory_mb`` plus this: bubblewrap and the tmpfs files."""
+UID_BASE = 2_000_000_000
+"""Runs as root switch to uids from here on, a fresh one per run (never a real user's uid)."""
+
+_uid_counter = itertools.count()
+_mode_lock = threading.Lock()
+_modes: dict[str, modes.Mode] = {}
+
+
+# ---------------------------------------------------------------- public API
+
+
+def run_python(
+    code: str,
+    *,
+    stdin: str = "",
+    timeout_s: float = 5.0,
+    memory_mb: int = 512,
+    files: dict[str, str] | None = None,
+) -> ExecResult:
+    """Run untrusted Python source in the sandbox and return how it ended.
+
+    Never raises for anything the program does: crashes, limits and even a failing sandbox come
+    back as a :class:`Verdict`. Raises only for a bad call (wrong types, bad limits, a file path
+    that leaves the working directory).
+
+    Args:
+        code: The program, run as ``__main__`` by the same Python version as the caller's, with
+            the standard library only (no site-packages).
+        stdin: Text on its standard input; after it the program reads end-of-file.
+        timeout_s: Wall-clock limit in seconds (CPU time is limited to about the same).
+        memory_mb: Memory limit in MiB.
+        files: Files to put in the working directory first: ``{"data/in.txt": "text"}``.
+
+    Returns:
+        The verdict, exit code, captured stdout/stderr (capped) and wall time.
+
+    Example:
+        >>> run_python("print(input()[::-1])", stdin="abc").stdout
+        'cba\\n'
+    """
+    job = Job(code=code, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb, files=files)
+    _check(job)
+    return _execute(_mode(), job)
+
+
+def run_many(jobs: Sequence[Job], *, max_workers: int | None = None) -> list[ExecResult]:
+    """Run many programs concurrently, at most ``max_workers`` at a time; results in input order.
+
+    Args:
+        jobs: The programs and their arguments (see :class:`Job`).
+        max_workers: Concurrent runs; default: the number of CPUs this process may use.
+
+    Returns:
+        One :class:`ExecResult` per job, in the order of ``jobs``.
+    """
+    jobs = list(jobs)
+    for job in jobs:
+        if not isinstance(job, Job):
+            raise TypeError(f"run_many expects mas_envs.sandbox.Job items, got {type(job)!r}")
+        _check(job)
+    if not jobs:
+        return []
+    if max_workers is None:
+        max_workers = len(os.sched_getaffinity(0))
+    if max_workers < 1:
+        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
+    mode = _mode()  # detect (and warn) once, before the threads start
+    workers = min(max_workers, len(jobs))
+    if workers == 1:
+        return [_execute(mode, job) for job in jobs]
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="sandbox") as pool:
+        return list(pool.map(lambda job: _execute(mode, job), jobs))
+
+
+def isolation() -> str:
+    """The isolation programs get here, e.g. ``"bwrap+uid+cgroup"`` or ``"rlimits-only"``.
+
+    The first call probes bubblewrap and cgroups (a few tens of milliseconds) and, if it has to
+    fall back, warns once. ``MAS_SANDBOX_ISOLATION`` (``auto``, ``bwrap``, ``rlimits-only``)
+    chooses; see :mod:`mas_envs.sandbox.modes`.
+    """
+    return _mode().name
+
+
+# ---------------------------------------------------------------- mode detection
+
+
+def _mode() -> modes.Mode:
+    want = modes.requested()
+    with _mode_lock:
+        if want not in _modes:
+            _modes[want] = _detect(want)
+        return _modes[want]
+
+
+def _detect(want: str) -> modes.Mode:
+    root = os.geteuid() == 0
+    fallback = modes.Mode(
+        bwrap=None,
+        drop_uid=root and all(modes.world_readable(r) for r in _interpreter_files()),
+        userns=False,
+        cgroup=False,
+    )
+    if want == "rlimits-only":
+        _warn_fallback(fallback, f"{modes.ENV_VAR}=rlimits-only")
+        return fallback
+    use_cgroup = root and cgroup.available()
+    fallback = modes.Mode(None, fallback.drop_uid, False, use_cgroup)
+    bwrap = modes.find_bwrap()
+    if bwrap is None:
+        why = "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)"
+    else:
+        mode = modes.Mode(bwrap=bwrap, drop_uid=root, userns=not root, cgroup=use_cgroup)
+        failure = _probe(mode)
+        if failure is None:
+            return mode
+        why = failure
+    if want == "bwrap":
+        raise RuntimeError(f"{modes.ENV_VAR}=bwrap but the sandbox cannot use it: {why}")
+    _warn_fallback(fallback, why)
+    return fallback
+
+
+def _interpreter_files() -> list[str]:
+    return [modes.interpreter(), *modes.interpreter_roots()]
+
+
+def _probe(mode: modes.Mode) -> str | None:
+    """``None`` when ``mode`` runs a program as it should, else what went wrong."""
+    code = "import os, socket\nprint('probe', os.getuid(), len(socket.if_nameindex()))\n"
+    res = _execute(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
+    words = res.stdout.split()
+    if res.verdict != Verdict.ok or len(words) != 3 or words[0] != "probe":
+        return f"bubblewrap failed a test run ({res.verdict.value}): {res.stderr.strip()[-800:]}"
+    if mode.drop_uid and words[1] == "0":
+        return "bubblewrap ran the test program as root"
+    if words[2] != "1":
+        return "bubblewrap left network interfaces besides loopback visible"
+    return None
+
+
+_warned: set[str] = set()
+
+
+def _warn_fallback(mode: modes.Mode, why: str) -> None:
+    if mode.name in _warned:
+        return
+    _warned.add(mode.name)
+    msg = (
+        f"mas_envs.sandbox: running model code WITHOUT bubblewrap isolation ({mode.name}): {why}. "
+        "Programs can read host files and use the network; only rlimits, a cleared environment "
+        "and a temporary working directory apply."
+    )
+    if not mode.limits_processes:
+        msg += (
+            " The process count is NOT limited (root without cgroups): a fork bomb is not stopped."
+        )
+    log.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=5)  # the caller of run_python
+
+
+# ---------------------------------------------------------------- one run
+
+
+def _check(job: Job) -> None:
+    if not isinstance(job.code, str):
+        raise TypeError(f"code must be str, got {type(job.code).__name__}")
+    if not isinstance(job.stdin, str):
+        raise TypeError(f"stdin must be str, got {type(job.stdin).__name__}")
+    if not (isinstance(job.timeout_s, (int, float)) and job.timeout_s > 0):
+        raise ValueError(f"timeout_s must be a positive number of seconds, got {job.timeout_s!r}")
+    if not (isinstance(job.memory_mb, int) and job.memory_mb >= 32):
+        raise ValueError(f"memory_mb must be an int >= 32 (MiB), got {job.memory_mb!r}")
+    for name, text in (job.files or {}).items():
+        if not isinstance(name, str) or not isinstance(text, str):
+            raise TypeError(f"files must map str paths to str contents, got {name!r}")
+        norm = posixpath.normpath(name)
+        if name.startswith("/") or norm == "." or norm.startswith("..") or "\0" in name:
+            raise ValueError(
+                f"files path {name!r} must be a relative path inside the working directory, "
+                "e.g. 'input.txt' or 'data/input.txt'"
+            )
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)  # no MFD_CLOEXEC: the child inherits it
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _rlimits(mode: modes.Mode, job: Job) -> list[tuple[str, int, int]]:
+    cpu = math.ceil(job.timeout_s) + 1
+    limits = [
+        ("RLIMIT_AS", job.memory_mb << 20, job.memory_mb << 20),
+        ("RLIMIT_CPU", cpu, cpu + 1),  # SIGXCPU first (a timeout), SIGKILL a second later
+        ("RLIMIT_FSIZE", FILE_SIZE_LIMIT, FILE_SIZE_LIMIT),
+        ("RLIMIT_NOFILE", OPEN_FILES, OPEN_FILES),
+        ("RLIMIT_CORE", 0, 0),
+    ]
+    if mode.drop_uid or mode.userns:
+        limits.append(("RLIMIT_NPROC", MAX_PROCESSES, MAX_PROCESSES))
+    elif os.geteuid() != 0:
+        # The kernel counts all of this user's processes: allow MAX_PROCESSES more than now.
+        mine = _count_own_processes()
+        limits.append(("RLIMIT_NPROC", mine + MAX_PROCESSES, mine + MAX_PROCESSES))
+    return limits
+
+
+def _count_own_processes() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
+
+
+def _next_uid() -> int:
+    # Distinct per concurrent run, so RLIMIT_NPROC counts one run's processes only.
+    return UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
+
+
+class _Stream:
+    """Bytes from one pipe: a head and an optional tail, never more than the limits."""
+
+    def __init__(self, head: int, tail: int, limit: int) -> None:
+        self.head_max, self.tail_max, self.limit = head, tail, limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data and self.tail_max:
+            self.tail += data
+            if len(self.tail) > self.tail_max:
+                del self.tail[: len(self.tail) - self.tail_max]
+
+    @property
+    def over(self) -> bool:
+        return self.total > self.limit
+
+    def text(self, name: str) -> str:
+        kept = len(self.head) + len(self.tail)
+        body = self.head.decode("utf-8", "replace")
+        if self.total > kept:
+            note = f"[mas-sandbox: {name} cut: {self.total - kept} of {self.total} bytes not kept]"
+            body += ("\n" if body and not body.endswith("\n") else "") + note + "\n"
+        return body + self.tail.decode("utf-8", "replace")
+
+
+def _execute(mode: modes.Mode, job: Job) -> ExecResult:
+    start = time.monotonic()
+    uid = _next_uid() if mode.drop_uid else None
+    tmp = None if mode.bwrap else tempfile.mkdtemp(prefix="mas-sandbox-")
+    try:
+        if tmp is None:
+            cwd, code_path = None, modes.SANDBOX_CODE
+        else:
+            cwd, code_path = os.path.join(tmp, "work"), os.path.join(tmp, "code", "main.py")
+            os.mkdir(cwd, 0o700)
+            os.chmod(tmp, 0o755)
+            if uid is not None:
+                os.chown(cwd, uid, uid)
+        spec = {
+            "code": job.code,
+            "code_path": code_path,
+            "files": dict(job.files or {}),
+            "uid": uid,
+            "gid": uid,
+            "rlimits": _rlimits(mode, job),
+            "status_fd": -1,
+        }
+        return _spawn_and_wait(mode, job, spec, cwd, start)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _spawn_and_wait(
+    mode: modes.Mode, job: Job, spec: dict, cwd: str | None, start: float
+) -> ExecResult:
+    status_r, status_w = os.pipe()
+    spec["status_fd"] = status_w
+    spec_fd = _memfd("mas-sandbox-spec", marshal.dumps(spec))
+    stdin_fd = _memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
+    group = None
+    try:
+        if mode.cgroup:
+            pids = MAX_PROCESSES + (2 if mode.bwrap else 0)  # + bwrap and its pid-1 reaper
+            group = cgroup.RunCgroup(pids, (job.memory_mb << 20) + MEMORY_OVERHEAD)
+        if mode.bwrap:
+            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd)
+            env = {"PATH": "/usr/bin:/bin"}
+        else:
+            argv = modes.python_command(spec_fd)
+            env = {**modes.BASE_ENV, "HOME": cwd or "/", "TMPDIR": cwd or "/tmp"}
+        proc = subprocess.Popen(
+            argv,
+            stdin=stdin_fd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(spec_fd, status_w),
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            preexec_fn=group.join if group else None,
+        )
+    except OSError as exc:
+        for fd in (status_r, status_w, spec_fd, stdin_fd):
+            os.close(fd)
+        if group:
+            group.remove()
+        return ExecResult(
+            Verdict.sandbox_error, None, "", f"mas-sandbox: could not start: {exc}", _since(start)
+        )
+    for fd in (status_w, spec_fd, stdin_fd):
+        os.close(fd)
+    try:
+        out, err, stopped = _collect(proc, group, start + job.timeout_s)
+        started = _read_status(status_r)
+        oom = group.oom_kills() if group else 0
+    finally:
+        os.close(status_r)
+        _kill_all(proc, group)
+        proc.wait()
+        if group:
+            group.remove()
+    return _result(mode, job, proc.returncode, started, stopped, oom, out, err, start)
+
+
+def _collect(
+    proc: subprocess.Popen[bytes], group: cgroup.RunCgroup | None, deadline: float
+) -> tuple[_Stream, _Stream, str | None]:
+    """Read both pipes until they close; stop the run at the deadline or the output limit."""
+    assert proc.stdout is not None and proc.stderr is not None
+    out = _Stream(STDOUT_LIMIT, 0, STDOUT_LIMIT)
+    err = _Stream(STDERR_HEAD, STDERR_TAIL, STDERR_LIMIT)
+    streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
+    stopped: str | None = None
+    exited_at: float | None = None
+    with selectors.DefaultSelector() as sel:
+        for fd in streams:
+            sel.register(fd, selectors.EVENT_READ)
+        while streams:
+            now = time.monotonic()
+            if stopped is None and now >= deadline:
+                stopped = "timeout"
+                _kill_all(proc, group)
+            if exited_at is None and proc.poll() is not None:
+                # The main process is gone: nothing of the run may outlive it.
+                exited_at = now
+                _kill_all(proc, group)
+            if exited_at is not None and now - exited_at > 1.0:
+                break  # an escaped writer (rlimits-only mode) still holds the pipe
+            for key, _ in sel.select(max(0.0, min(deadline - now, 0.05))):
+                data = os.read(key.fd, 1 << 16)
+                if not data:
+                    sel.unregister(key.fd)
+                    del streams[key.fd]
+                    continue
+                stream = streams[key.fd]
+                stream.add(data)
+                if stream.over and stopped is None:
+                    stopped = "output"
+                    _kill_all(proc, group)
+    proc.stdout.close()
+    proc.stderr.close()
+    return out, err, stopped
+
+
+def _kill_all(proc: subprocess.Popen[bytes], group: cgroup.RunCgroup | None) -> None:
+    # start_new_session made the run's pid its process group id; the kernel keeps that id
+    # reserved while any member lives, so this never hits an unrelated group.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    if group:
+        group.kill_all()
+
+
+def _read_status(fd: int) -> bool:
+    os.set_blocking(fd, False)
+    try:
+        return os.read(fd, 1) == b"S"
+    except BlockingIOError:
+        return False
+
+
+def _since(start: float) -> float:
+    return time.monotonic() - start
+
+
+def _result(
+    mode: modes.Mode,
+    job: Job,
+    returncode: int,
+    started: bool,
+    stopped: str | None,
+    oom: int,
+    out: _Stream,
+    err: _Stream,
+    start: float,
+) -> ExecResult:
+    # bubblewrap exits with 128 + n when the program died of signal n; Popen gives -n itself.
+    code = returncode
+    if mode.bwrap and 128 < code < 128 + 65 and stopped is None:
+        code = -(code - 128)
+    stdout, stderr, wall = out.text("stdout"), err.text("stderr"), _since(start)
+    if not started:
+        if stopped == "timeout":
+            note = f"[mas-sandbox: the sandbox did not start within {job.timeout_s:g} s]"
+            return ExecResult(Verdict.timeout, None, stdout, _noted(stderr, note), wall)
+        note = f"[mas-sandbox: the sandbox failed before the program started (exit {returncode})]"
+        return ExecResult(Verdict.sandbox_error, None, stdout, _noted(stderr, note), wall)
+    note = ""
+    if stopped == "output":
+        verdict = Verdict.output_limit
+        note = "[mas-sandbox: stopped: output limit exceeded]"
+    elif stopped == "timeout" or code == -signal.SIGXCPU:
+        verdict = Verdict.timeout
+        note = f"[mas-sandbox: stopped: time limit of {job.timeout_s:g} s exceeded]"
+    elif code != 0 and (oom > 0 or _last_line(stderr).startswith("MemoryError")):
+        verdict = Verdict.memory_limit
+        note = f"[mas-sandbox: memory limit of {job.memory_mb} MiB exceeded]" if oom else ""
+    elif code == 0:
+        verdict = Verdict.ok
+    else:
+        verdict = Verdict.runtime_error
+        if code < 0:
+            note = f"[mas-sandbox: killed by signal {_signal_name(-code)}]"
+    return ExecResult(verdict, code, stdout, _noted(stderr, note) if note else stderr, wall)
+
+
+def _noted(text: str, note: str) -> str:
+    return text + ("\n" if text and not text.endswith("\n") else "") + note + "\n"
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _last_line(text: str) -> str:
+    lines = text.rstrip().splitlines()
+    return lines[-1] if lines else ""

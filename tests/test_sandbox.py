@@ -1,0 +1,495 @@
+"""The sandbox that runs model-written code: normal programs, hostile programs, the fallback.
+
+Every hostile program here is BOUNDED, so that a broken sandbox cannot take the machine down:
+the fork bomb stops by itself at 300 processes that exit within seconds, the memory bomb at
+2 GiB, the output flood at 4 GiB, loops after 10-30 s. The tests assert that the sandbox stopped
+them far earlier. After every test, no process of a run may survive (found by a marker in the
+command line) and no run cgroup of this process may remain.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from mas_envs.sandbox import (
+    MAX_PROCESSES,
+    STDOUT_LIMIT,
+    ExecResult,
+    Job,
+    Verdict,
+    cgroup,
+    isolation,
+    modes,
+    run_many,
+    run_python,
+    runner,
+)
+
+pytestmark = pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning")
+
+HAS_BWRAP = modes.find_bwrap() is not None
+ROOT = os.geteuid() == 0
+
+
+def _marker() -> str:
+    return f"mas-sandbox-test-{uuid.uuid4().hex}"
+
+
+def _survivors(marker: str) -> list[int]:
+    """Live processes whose command line contains ``marker`` (zombies have none)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                if marker.encode() in f.read():
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def _own_cgroups() -> list[str]:
+    left = []
+    for controller in cgroup.CONTROLLERS:
+        try:
+            parent = cgroup._parent_dir(controller)
+            names = os.listdir(parent)
+        except OSError:
+            continue
+        own = f"{cgroup.PREFIX}{os.getpid()}-"
+        left += [os.path.join(parent, n) for n in names if n.startswith(own)]
+    return left
+
+
+@pytest.fixture(autouse=True)
+def _leaves_nothing_behind():
+    yield
+    assert _own_cgroups() == [], "a run's cgroup was not removed"
+
+
+@pytest.fixture
+def fallback(monkeypatch):
+    """Force the rlimits-only fallback (and forget earlier detections and warnings)."""
+    monkeypatch.setenv(modes.ENV_VAR, "rlimits-only")
+    monkeypatch.setattr(runner, "_modes", {})
+    monkeypatch.setattr(runner, "_warned", set())
+    with pytest.warns(RuntimeWarning, match="WITHOUT bubblewrap"):
+        name = isolation()
+    assert name.startswith("rlimits")
+    return name
+
+
+def _bwrap_only() -> None:
+    if not isolation().startswith("bwrap"):
+        pytest.skip(f"needs bubblewrap isolation; this machine has {isolation()}")
+
+
+# ---------------------------------------------------------------- normal programs
+
+
+def test_stdin_to_stdout_and_unicode():
+    res = run_python(
+        "import sys\nfor line in sys.stdin: print(line.strip()[::-1], '✓ 日本')",
+        stdin="héllo\nabc\n",
+    )
+    assert res.verdict == Verdict.ok and res.verdict == "ok" and res.verdict is Verdict.OK
+    assert res.exit_code == 0
+    assert res.stdout == "olléh ✓ 日本\ncba ✓ 日本\n"
+    assert res.stderr == ""
+    assert 0 < res.wall_s < 30
+
+
+def test_files_are_in_cwd_and_importable():
+    files = {"helper.py": "VALUE = 41\n", "data/in.txt": "ünï\n"}
+    code = "import helper\nprint(helper.VALUE + 1, open('data/in.txt').read().strip())"
+    res = run_python(code, files=files)
+    assert (res.verdict, res.stdout) == (Verdict.ok, "42 ünï\n")
+
+
+@pytest.mark.parametrize(
+    ("code", "verdict", "exit_code", "in_stderr"),
+    [
+        ("import sys; sys.exit(0)", Verdict.ok, 0, ""),
+        ("import sys; sys.exit(3)", Verdict.runtime_error, 3, ""),
+        ("import sys; sys.exit('bye')", Verdict.runtime_error, 1, "bye"),
+        ("x = 1\n1 / 0", Verdict.runtime_error, 1, 'main.py", line 2'),
+        ("def f(:\n  pass", Verdict.runtime_error, 1, "SyntaxError"),
+        ("import os; os.kill(os.getpid(), 11)", Verdict.runtime_error, -11, "SIGSEGV"),
+    ],
+)
+def test_exit_codes_and_errors(code, verdict, exit_code, in_stderr):
+    res = run_python(code)
+    assert (res.verdict, res.exit_code) == (verdict, exit_code)
+    assert in_stderr in res.stderr
+    assert "launcher" not in res.stderr and "<string>" not in res.stderr
+
+
+def test_deterministic_hash_seed():
+    code = "print(list({'apple', 'pear', 'fig', 'kiwi', 'plum'}))"
+    assert run_python(code).stdout == run_python(code).stdout
+
+
+def test_run_many_keeps_order():
+    jobs = [Job(code=f"print({i} * int(input()))", stdin=str(i)) for i in range(6)]
+    jobs.append(Job(code="raise ValueError('no')"))
+    results = run_many(jobs, max_workers=2)
+    assert [r.stdout for r in results[:6]] == [f"{i * i}\n" for i in range(6)]
+    assert results[6].verdict == Verdict.runtime_error
+    assert all(isinstance(r, ExecResult) for r in results)
+    assert run_many([]) == []
+
+
+def test_bad_calls_raise_with_a_hint():
+    with pytest.raises(TypeError, match="code must be str"):
+        run_python(b"print(1)")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="relative path"):
+        run_python("pass", files={"../escape.txt": "x"})
+    with pytest.raises(ValueError, match="relative path"):
+        run_python("pass", files={"/etc/passwd": "x"})
+    with pytest.raises(ValueError, match="memory_mb"):
+        run_python("pass", memory_mb=1)
+    with pytest.raises(ValueError, match="timeout_s"):
+        run_python("pass", timeout_s=0)
+    with pytest.raises(TypeError, match="Job"):
+        run_many(["print(1)"])  # type: ignore[list-item]
+
+
+def test_isolation_is_bubblewrap_where_installed(monkeypatch):
+    name = isolation()
+    if HAS_BWRAP:
+        assert name.startswith("bwrap+"), name
+        if ROOT and cgroup.available():
+            assert name == "bwrap+uid+cgroup"
+    monkeypatch.setenv(modes.ENV_VAR, "sandboxed-please")
+    with pytest.raises(ValueError, match="auto, bwrap, rlimits-only"):
+        isolation()
+
+
+# ---------------------------------------------------------------- hostile programs
+
+FORK_BOMB = """
+import os, sys, time
+made = 0
+while made < 300:  # bounded: a broken sandbox still stops here
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        try:
+            os.execv(sys.executable, [sys.executable, "-S", "-c", "import time; time.sleep(4)",
+                                      MARK])
+        finally:
+            os._exit(0)
+    made += 1
+print(made, flush=True)
+"""
+
+
+def test_fork_bomb_is_bounded_and_cleaned_up():
+    if not runner._mode().limits_processes:
+        pytest.skip("this isolation does not limit processes")
+    mark = _marker()
+    res = run_python(f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20)
+    assert res.verdict == Verdict.ok, res.stderr
+    made = int(res.stdout)
+    assert 1 <= made < MAX_PROCESSES  # the launcher itself is one of the MAX_PROCESSES
+    assert _survivors(mark) == []
+
+
+MEMORY_BOMB = """
+import sys
+chunks = []
+while len(chunks) < 128:  # bounded: 128 x 16 MiB = 2 GiB
+    chunks.append(bytearray(16 << 20))
+    print(len(chunks) * 16, flush=True)
+"""
+
+
+def test_memory_bomb_stops_at_the_limit():
+    res = run_python(MEMORY_BOMB, memory_mb=128, timeout_s=20)
+    assert res.verdict == Verdict.memory_limit, res
+    reached = int(res.stdout.split()[-1]) if res.stdout else 0
+    assert reached <= 128
+
+
+FORKED_MEMORY_BOMB = """
+import os, time
+kids = []
+for _ in range(4):
+    pid = os.fork()
+    if pid == 0:
+        chunks = [bytearray(8 << 20) for _ in range(24)]  # bounded: 192 MiB each
+        time.sleep(1)
+        os._exit(0)
+    kids.append(pid)
+codes = [os.waitpid(pid, 0)[1] for pid in kids]
+print(codes)
+raise SystemExit(1 if any(codes) else 0)
+"""
+
+
+def test_memory_of_the_whole_process_tree_is_limited():
+    if not runner._mode().cgroup:
+        pytest.skip("needs a memory cgroup; per-process RLIMIT_AS cannot limit a tree")
+    res = run_python(FORKED_MEMORY_BOMB, memory_mb=256, timeout_s=20)
+    # 4 x 192 MiB does not fit in 256 MiB: the OOM killer stops some children.
+    assert res.verdict == Verdict.memory_limit, res
+    assert "9" in res.stdout  # a child was killed by SIGKILL (the OOM killer)
+
+
+def test_infinite_loop_times_out():
+    code = "import time\nt = time.time()\nwhile time.time() - t < 30: pass"
+    res = run_python(code, timeout_s=1)
+    assert res.verdict == Verdict.timeout
+    assert res.wall_s < 5
+    assert "time limit" in res.stderr
+
+
+BUSY_CHILD = """
+import subprocess, sys
+subprocess.Popen(
+    [sys.executable, "-S", "-c", "import time\\nt = time.time()\\nwhile time.time() - t < 20: pass",
+     MARK],
+    start_new_session=True,  # leaves the process group: only the cgroup / pid namespace hold it
+)
+print("spawned", flush=True)
+"""
+
+
+def test_busy_child_that_outlives_its_parent_is_killed():
+    mark = _marker()
+    res = run_python(f"MARK = {mark!r}\n{BUSY_CHILD}", timeout_s=10)
+    assert (res.verdict, res.stdout) == (Verdict.ok, "spawned\n"), res
+    assert _survivors(mark) == []
+
+
+def test_busy_child_is_killed_on_timeout():
+    mark = _marker()
+    code = f"MARK = {mark!r}\n{BUSY_CHILD}\nimport time\ntime.sleep(20)"
+    res = run_python(code, timeout_s=1)
+    assert res.verdict == Verdict.timeout
+    assert _survivors(mark) == []
+
+
+def test_network_is_unreachable():
+    _bwrap_only()
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.setblocking(False)
+        port = server.getsockname()[1]
+        code = f"""
+import socket
+for addr in [("127.0.0.1", {port}), ("1.1.1.1", 53), ("10.0.0.1", 80)]:
+    try:
+        socket.create_connection(addr, timeout=2).close()
+        print("connected", addr)
+    except OSError as e:
+        print("blocked", addr, type(e).__name__)
+"""
+        res = run_python(code, timeout_s=15)
+        with pytest.raises(BlockingIOError):
+            server.accept()
+    assert res.verdict == Verdict.ok
+    assert "connected" not in res.stdout
+    assert res.stdout.count("blocked") == 3
+
+
+def test_parent_environment_is_not_inherited(monkeypatch):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MAS_SANDBOX_TEST_SECRET", secret)
+    code = """
+import os
+print(dict(os.environ))
+for path in ["/proc/self/environ", "/proc/1/environ", f"/proc/{os.getppid()}/environ"]:
+    try:
+        print(open(path, "rb").read())
+    except OSError as e:
+        print(path, type(e).__name__)
+"""
+    res = run_python(code)
+    assert res.verdict == Verdict.ok
+    assert secret not in res.stdout + res.stderr
+    assert "PYTHONHASHSEED" in res.stdout  # it did print the environment
+
+
+def test_host_files_are_invisible(tmp_path):
+    _bwrap_only()
+    secret_file = tmp_path / "secret.txt"
+    secret_file.write_text("host-secret")
+    here = Path(__file__).resolve()
+    dirs = ["/work", "/root/.cache", "/home", str(tmp_path)]
+    readable = [str(secret_file), str(here), "/etc/passwd", "/etc/shadow", "/root/.bashrc"]
+    code = f"""
+import os
+for path in {dirs!r} + [os.path.expanduser("~")]:
+    try:
+        print("LISTED", path, sorted(os.listdir(path)))
+    except OSError as e:
+        print(path, type(e).__name__)
+for path in {readable!r}:
+    try:
+        print("READ", path, open(path).read()[:50])
+    except OSError as e:
+        print(path, type(e).__name__)
+"""
+    res = run_python(code)
+    assert res.verdict == Verdict.ok
+    out = res.stdout
+    for path in dirs + readable:
+        assert f"{path} FileNotFoundError" in out, out
+    assert "READ" not in out and "host-secret" not in out
+    # The home directory is the private working directory, empty.
+    assert out.count("LISTED") == 1 and "LISTED /sandbox []" in out
+
+
+def test_writes_outside_the_sandbox_do_not_reach_the_host(tmp_path):
+    name = f"escape-{uuid.uuid4().hex}"
+    targets = [tmp_path / name, Path("/tmp") / name, Path("/usr") / name, Path("/root") / name]
+    targets.append(Path(__file__).resolve().parent / name)
+    code = f"""
+for path in {[str(t) for t in targets]!r}:
+    try:
+        with open(path, "w") as f:
+            f.write("x")
+        print("wrote", path)
+    except OSError as e:
+        print("failed", path, type(e).__name__)
+"""
+    res = run_python(code)
+    assert res.verdict == Verdict.ok
+    for target in targets:
+        assert not target.exists(), f"the program wrote {target} on the host"
+    if isolation().startswith("bwrap"):
+        # Only the sandbox's own /tmp is writable; the rest of its root is read-only or absent.
+        assert res.stdout.count("wrote") == 1 and f"wrote /tmp/{name}" in res.stdout
+
+
+def test_huge_output_is_stopped_without_buffering_it():
+    code = "import sys\nfor _ in range(4096):\n    sys.stdout.write('x' * (1 << 20))"  # 4 GiB
+    res = run_python(code, timeout_s=30)
+    assert res.verdict == Verdict.output_limit
+    assert STDOUT_LIMIT <= len(res.stdout) < STDOUT_LIMIT + 200
+    assert "stdout cut" in res.stdout
+    assert res.wall_s < 10
+
+
+def test_huge_stderr_is_stopped_and_keeps_head_and_tail():
+    code = (
+        "import sys\nsys.stderr.write('FIRST\\n')\n"
+        "for i in range(4096):\n    sys.stderr.write(str(i) * 300000)"
+    )
+    res = run_python(code, timeout_s=30)
+    assert res.verdict == Verdict.output_limit
+    assert res.stderr.startswith("FIRST\n")
+    assert len(res.stderr) < 70_000
+    assert "stderr cut" in res.stderr
+
+
+def test_deep_recursion_is_a_runtime_error():
+    res = run_python("def f(n):\n    return f(n + 1)\nf(0)")
+    assert res.verdict == Verdict.runtime_error
+    assert "RecursionError" in res.stderr
+    # Recursion through C code with the limit lifted overflows the C stack: the program dies
+    # of SIGSEGV, and that is the program's runtime error, not the sandbox's.
+    code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return list(map(f, [n]))\nf(0)"
+    res = run_python(code, timeout_s=20)
+    assert res.verdict == Verdict.runtime_error
+    assert res.exit_code == -11
+
+
+def test_reading_stdin_forever_gets_end_of_file():
+    code = "import sys\nn = 0\nwhile sys.stdin.readline():\n    n += 1\nprint('eof after', n)"
+    res = run_python(code, stdin="a\nb\n", timeout_s=5)
+    assert (res.verdict, res.stdout) == (Verdict.ok, "eof after 2\n")
+    res = run_python("input()\ninput()", stdin="only one line\n")
+    assert res.verdict == Verdict.runtime_error and "EOFError" in res.stderr
+
+
+def test_big_stdin_does_not_block():
+    data = "7\n" * 500_000  # 1 MB, far more than a pipe buffer
+    res = run_python("import sys\nprint(sum(map(int, sys.stdin.read().split())))", stdin=data)
+    assert res.stdout == f"{7 * 500_000}\n"
+
+
+def test_runs_as_an_unprivileged_user():
+    res = run_python("import os\nprint(os.getuid(), os.getgid(), os.getgroups())")
+    uid, gid, *_ = res.stdout.split()
+    if isolation() != "rlimits-only":
+        assert int(uid) != 0 and int(gid) != 0
+
+
+# ---------------------------------------------------------------- sandbox failures and fallback
+
+
+def test_a_failing_sandbox_is_reported_not_raised():
+    broken = modes.Mode(bwrap="/bin/false", drop_uid=False, userns=False, cgroup=False)
+    res = runner._execute(broken, Job(code="print(1)"))
+    assert res.verdict == Verdict.sandbox_error
+    assert res.exit_code is None
+    assert "before the program started" in res.stderr
+
+
+def test_broken_bubblewrap_falls_back_loudly(monkeypatch):
+    monkeypatch.setattr(runner, "_modes", {})
+    monkeypatch.setattr(runner, "_warned", set())
+    monkeypatch.setattr(modes, "find_bwrap", lambda: "/bin/false")
+    with pytest.warns(RuntimeWarning, match="bubblewrap failed a test run"):
+        name = isolation()
+    assert name.startswith("rlimits")
+    monkeypatch.setattr(runner, "_modes", {})
+    monkeypatch.setenv(modes.ENV_VAR, "bwrap")
+    with pytest.raises(RuntimeError, match="cannot use it"):
+        isolation()
+
+
+def test_fallback_still_limits_and_cleans_up(fallback, monkeypatch):
+    secret = f"s3cret-{uuid.uuid4().hex}"
+    monkeypatch.setenv("MAS_SANDBOX_TEST_SECRET", secret)
+    res = run_python("import os\nprint(os.getcwd())\nprint(dict(os.environ))", stdin="")
+    assert res.verdict == Verdict.ok
+    cwd = res.stdout.splitlines()[0]
+    assert secret not in res.stdout
+    assert not os.path.exists(cwd), "the fallback's temporary directory was left behind"
+
+    res = run_python("print(open('in.txt').read())", files={"in.txt": "data"})
+    assert res.stdout == "data\n"
+
+    res = run_python(MEMORY_BOMB, memory_mb=128, timeout_s=20)
+    assert res.verdict == Verdict.memory_limit
+    assert int(res.stdout.split()[-1]) <= 128
+
+    res = run_python("import sys\nfor _ in range(4096):\n    sys.stdout.write('x' * (1 << 20))")
+    assert res.verdict == Verdict.output_limit
+
+    # A child in the program's process group dies with it at the timeout.
+    mark = _marker()
+    code = (
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep(20)', {mark!r}])\n"
+        "time.sleep(20)"
+    )
+    res = run_python(code, timeout_s=1)
+    assert res.verdict == Verdict.timeout
+    deadline = time.monotonic() + 2
+    while _survivors(mark) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _survivors(mark) == []
+
+
+def test_fallback_fork_bomb_is_bounded_where_processes_are_limited(fallback):
+    if not runner._mode().limits_processes:
+        pytest.skip(f"{fallback} as root cannot limit processes (the warning says so)")
+    mark = _marker()
+    res = run_python(f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20)
+    assert int(res.stdout) < MAX_PROCESSES + 50
+    assert _survivors(mark) == []

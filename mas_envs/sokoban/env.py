@@ -52,7 +52,8 @@ Seeds and splits:
     ``np.random.default_rng(level_id)``, which generates the level for the configured size and box
     count by reverse play from a solved room, so every level is solvable and none is solved at the
     start. ``reset(seed=s)`` draws a level id from the split; ``reset(options={"task_id": i})``
-    picks one.
+    picks one, and ``reset(options={"task_id": picture})`` plays a hand-made level given as its
+    ASCII picture (in the legend's symbols, no larger than ``width`` x ``height``).
 
 Difficulty:
     ``width`` and ``height`` (5-16, including the wall ring; default 6x6) and ``boxes`` (1 to
@@ -72,7 +73,7 @@ import numpy as np
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
-from mas_envs.sokoban.board import Board, Rewards, play
+from mas_envs.sokoban.board import Board, Rewards, parse_level, play
 from mas_envs.sokoban.generate import generate_level
 from mas_envs.sokoban.render import render_rgb
 from mas_envs.sokoban.solver import solve
@@ -164,11 +165,24 @@ class SokobanEnv(TextEnv):
         return GAME_SPLITS[split or self.split]
 
     def _load_task(self, task_id: TaskId) -> None:
-        if not isinstance(task_id, int) or isinstance(task_id, bool) or task_id < 0:
-            raise ValueError(f"a Sokoban task id is a level id, an int >= 0; got {task_id!r}")
-        level = generate_level(
-            np.random.default_rng(task_id), self.width, self.height, self.n_boxes
-        )
+        if isinstance(task_id, str):
+            level = parse_level(task_id)
+            if level.board.width > self.width or level.board.height > self.height:
+                raise ValueError(
+                    f"a custom level of {level.board.width}x{level.board.height} does not fit "
+                    f"this env's width={self.width}, height={self.height}; make the env at least "
+                    "that large"
+                )
+            if level.boxes <= level.board.goals:
+                raise ValueError("a custom level must not be solved already")
+        elif isinstance(task_id, int) and not isinstance(task_id, bool) and task_id >= 0:
+            rng = np.random.default_rng(task_id)
+            level = generate_level(rng, self.width, self.height, self.n_boxes)
+        else:
+            raise ValueError(
+                f"a Sokoban task id is a level id (an int >= 0) or a level's ASCII picture (a "
+                f"str); got {task_id!r}"
+            )
         self.board, self.player, self.boxes = level
         self._status = (len(self.boxes & level.board.goals), False)  # (boxes on goals, stuck)
         self.made = ()
@@ -307,11 +321,15 @@ class SokobanEnv(TextEnv):
         board = self.board
         assert board is not None, "reset() first"
         obs = np.zeros(self.numeric_observation_shape(), dtype=np.float32)
-        flat = obs.reshape(8, -1)
-        flat[0, list(board.walls)] = 1.0
-        flat[1, list(board.goals)] = 1.0
-        flat[2, list(self.boxes)] = 1.0
-        flat[3, self.player] = 1.0
+        obs[0] = 1.0  # a smaller custom level sits top left, walled in
+        h, w = board.height, board.width
+        planes = np.zeros((4, h * w), dtype=np.float32)
+        planes[1, list(board.goals)] = 1.0
+        planes[2, list(self.boxes)] = 1.0
+        planes[3, self.player] = 1.0
+        obs[0, :h, :w] = 0.0
+        obs[0, :h, :w].flat[list(board.walls)] = 1.0
+        obs[1:4, :h, :w] = planes[1:].reshape(3, h, w)
         if agent == "planner" and self.mode == "mas" and self.proposed_first is not None:
-            flat[4 + _MOVES.index(self.proposed_first)] = 1.0
+            obs[4 + _MOVES.index(self.proposed_first)] = 1.0
         return obs

@@ -26,8 +26,16 @@ from mas_envs.math.verify import answers_equal, last_boxed, majority_answer, nor
 from mas_envs.policies import oracle_policy, play_episode, random_policy
 
 FIXTURES = Path(__file__).parent / "fixtures" / "math"
-BACKENDS = ["sympy", pytest.param("math-verify", marks=pytest.mark.skipif(
-    not __import__("importlib").util.find_spec("math_verify"), reason="math extra not installed"))]
+BACKENDS = [
+    "sympy",
+    pytest.param(
+        "math-verify",
+        marks=pytest.mark.skipif(
+            not __import__("importlib").util.find_spec("math_verify"),
+            reason="math extra not installed",
+        ),
+    ),
+]
 
 # ---------------------------------------------------------------------------- the checker
 
@@ -98,8 +106,17 @@ def test_unequal_answers_are_told_apart(backend, gold, pred):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize(
     "hostile",
-    ["9^{9^{9^{9}}}", "99999!", "2**2**2**2**2**2", "10^{100000}", "x" * 5000,
-     "__import__('os').system('true')", "\\frac{", "\ud800", "}}}{{{"],
+    [
+        "9^{9^{9^{9}}}",
+        "99999!",
+        "2**2**2**2**2**2",
+        "10^{100000}",
+        "x" * 5000,
+        "__import__('os').system('true')",
+        "\\frac{",
+        "\ud800",
+        "}}}{{{",
+    ],
 )
 def test_hostile_answers_are_wrong_fast_and_safe(backend, hostile):
     start = time.perf_counter()
@@ -163,8 +180,9 @@ def _math_of(question: str) -> list[str]:
 def _latex_to_py(tex: str) -> str:
     tex = tex.replace("\\left", "").replace("\\right", "")
     tex = re.sub(r"\\frac\{(-?\d+)\}\{(\d+)\}", r"Fraction(\1, \2)", tex)
-    return tex.replace("\\times", "*").replace("\\div", "/").replace("\\cdot", "*").replace(
-        "^", "**")
+    return (
+        tex.replace("\\times", "*").replace("\\div", "/").replace("\\cdot", "*").replace("^", "**")
+    )
 
 
 def _answer_value(answer: str) -> Fraction:
@@ -189,9 +207,15 @@ def _independent_answer(topic: str, level: int, q: str):
     if topic == "arith":
         return eval(_latex_to_py(_math_of(q)[0]), {"Fraction": Fraction})  # our own text
     if topic == "algebra":
-        body = next(m for m in _math_of(q) if "=" in m).replace("\\begin{cases}", "").replace("\\end{cases}", "")
-        eqs = [sympy.Eq(_sym(lhs), _sym(rhs)) for lhs, rhs in
-               (e.split("=") for e in body.split("\\\\"))]
+        body = (
+            next(m for m in _math_of(q) if "=" in m)
+            .replace("\\begin{cases}", "")
+            .replace("\\end{cases}", "")
+        )
+        eqs = [
+            sympy.Eq(_sym(lhs), _sym(rhs))
+            for lhs, rhs in (e.split("=") for e in body.split("\\\\"))
+        ]
         sols = sympy.solve(eqs, [x, y] if level == 4 else [x], dict=True)
         if level == 4:
             return (sols[0][x], sols[0][y])
@@ -332,8 +356,10 @@ def test_math_loaders_jsonl_and_directory_with_own_splits():
 
 def test_aime_loaders_csv_and_jsonl():
     ps = load_problems(FIXTURES / "aime.csv")
-    assert [(p.id, p.answer) for p in ps] == [("aime/aime/2024-I-1", "204"),
-                                             ("aime/aime/2024-I-2", "025")]
+    assert [(p.id, p.answer) for p in ps] == [
+        ("aime/aime/2024-I-1", "204"),
+        ("aime/aime/2024-I-2", "025"),
+    ]
     assert answers_equal(ps[1].answer, "25")
     ps = load_problems(FIXTURES / "aime.jsonl")
     assert [(p.id, p.answer) for p in ps] == [("aime/aime/60", "16"), ("aime/aime/61", "1")]
@@ -352,23 +378,51 @@ def test_olympiadbench_loader():
 @pytest.mark.parametrize(
     ("name", "content", "fmt", "match"),
     [
-        ("g.jsonl", '{"question": "q", "answer": "no marker"}\n', None,
-         r"g\.jsonl: record 1: field 'answer' has no '#### <number>'"),
-        ("g.jsonl", '{"question": "q", "answer": "#### 1"}\n{"question": "q2"\n', None,
-         r"g\.jsonl: record 2 \(line 2\): invalid JSON"),
-        ("m.jsonl", '{"problem": "p", "solution": "no box"}\n', None,
-         r"m\.jsonl: record 1: field 'solution' has no \\boxed"),
+        (
+            "g.jsonl",
+            '{"question": "q", "answer": "no marker"}\n',
+            None,
+            r"g\.jsonl: record 1: field 'answer' has no '#### <number>'",
+        ),
+        (
+            "g.jsonl",
+            '{"question": "q", "answer": "#### 1"}\n{"question": "q2"\n',
+            None,
+            r"g\.jsonl: record 2 \(line 2\): invalid JSON",
+        ),
+        (
+            "m.jsonl",
+            '{"problem": "p", "solution": "no box"}\n',
+            None,
+            r"m\.jsonl: record 1: field 'solution' has no \\boxed",
+        ),
         ("a.csv", "ID,Problem,Answer\n1,p,\n", None, r"a\.csv: record 1: field 'Answer' is empty"),
-        ("o.jsonl", '{"id": 1, "question": "q", "final_answer": 3}\n', None,
-         r"o\.jsonl: record 1: field 'final_answer': expected a non-empty list"),
-        ("x.jsonl", '{"prompt": "q", "target": "1"}\n', None,
-         r"x\.jsonl: record 1: cannot tell the format from fields \['prompt', 'target'\]"),
+        (
+            "o.jsonl",
+            '{"id": 1, "question": "q", "final_answer": 3}\n',
+            None,
+            r"o\.jsonl: record 1: field 'final_answer': expected a non-empty list",
+        ),
+        (
+            "x.jsonl",
+            '{"prompt": "q", "target": "1"}\n',
+            None,
+            r"x\.jsonl: record 1: cannot tell the format from fields \['prompt', 'target'\]",
+        ),
         ("x.jsonl", '{"question": "q"}\n', "gsm8k", r"x\.jsonl: record 1: missing field 'answer'"),
-        ("x.jsonl", '{"question": ["q"], "answer": "#### 1"}\n', None,
-         r"x\.jsonl: record 1: field 'question': expected text or a number, got list"),
+        (
+            "x.jsonl",
+            '{"question": ["q"], "answer": "#### 1"}\n',
+            None,
+            r"x\.jsonl: record 1: field 'question': expected text or a number, got list",
+        ),
         ("x.jsonl", "[1, 2]\n", "aime", r"x\.jsonl: record 1: expected a JSON object, got list"),
-        ("d.jsonl", '{"id": 1, "problem": "p", "answer": "1"}\n{"id": 1, "problem": "q", '
-         '"answer": "2"}\n', None, r"d\.jsonl: record 2: duplicate problem id 'aime/d/1'"),
+        (
+            "d.jsonl",
+            '{"id": 1, "problem": "p", "answer": "1"}\n{"id": 1, "problem": "q", "answer": "2"}\n',
+            None,
+            r"d\.jsonl: record 2: duplicate problem id 'aime/d/1'",
+        ),
     ],
 )
 def test_malformed_files_name_file_record_and_field(tmp_path, name, content, fmt, match):
@@ -399,8 +453,9 @@ def test_file_splits_by_stable_hash_or_by_mapping():
         assert all(hash_split(i) == split for i in env.task_ids(split))
     assert sum(len(env.task_ids(s)) for s in mas_envs.SPLITS) == 3
     assert hash_split("gsm8k/test/17") == hash_split("gsm8k/test/17")
-    env = MathEnv(problems={"train": FIXTURES / "gsm8k.jsonl", "test": FIXTURES / "aime.jsonl"},
-                  split="test")
+    env = MathEnv(
+        problems={"train": FIXTURES / "gsm8k.jsonl", "test": FIXTURES / "aime.jsonl"}, split="test"
+    )
     env.reset(seed=0)
     assert env.task_id in ("aime/aime/60", "aime/aime/61")
     env.reset(options={"problem_id": "gsm8k/gsm8k/2"})  # any loaded id, whatever its split
@@ -429,9 +484,14 @@ class FakeSandbox:
         try:
             with contextlib.redirect_stdout(out):
                 exec(code, {})
-        except Exception as e:  # noqa: BLE001 - a failing test program is a runtime_error
-            return self.ExecResult(self.Verdict.runtime_error, 1, out.getvalue(),
-                                   f"Traceback ...\n{type(e).__name__}: {e}", 0.01)
+        except Exception as e:
+            return self.ExecResult(
+                self.Verdict.runtime_error,
+                1,
+                out.getvalue(),
+                f"Traceback ...\n{type(e).__name__}: {e}",
+                0.01,
+            )
         return self.ExecResult(self.Verdict.ok, 0, out.getvalue(), "", 0.01)
 
 
@@ -533,8 +593,10 @@ def test_reasoner_sees_the_tool_program_and_output(sandbox):
     assert "Compute $56 - 89$." in prompt and "\\boxed{" in prompt
     env = _env("arith/1/0")
     env.step(_code("print(1/0)"))
-    assert "It failed (runtime_error):\nTraceback ...\nZeroDivisionError" in (
-        env.observe("reasoner")["prompt"])
+    assert (
+        "It failed (runtime_error):\nTraceback ...\nZeroDivisionError"
+        in (env.observe("reasoner")["prompt"])
+    )
 
 
 def test_team_of_three_votes_and_ties_go_to_the_earliest(sandbox):

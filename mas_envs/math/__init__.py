@@ -1,4 +1,4 @@
-"""Math env family: a tool agent (Python in the sandbox) and reasoners answering in ``\\boxed{}``."""
+"""Math env family: a tool agent runs Python in the sandbox, reasoners answer in ``\\boxed{}``."""
 
 from mas_envs.math.env import MathEnv
 

@@ -27,10 +27,16 @@ reasoner: free reasoning ending with ``\\boxed{answer}`` (the last box counts), 
 
 **Rewards** (``r = alpha * team + local``, alpha a constructor kwarg, default 1):
 
-| agent | local reward |
-|---|---|
-| tool | +1 its printed answer is correct; 0 wrong; -1 the program failed (error, timeout, memory or output limit) or printed nothing; -1 (format penalty) no code block; 0 when the sandbox itself failed (not the agent's fault) |
-| reasoner | 1 its answer is correct, 0 wrong, -1 (format penalty) no ``\\boxed{}`` answer |
+| agent | situation | local reward |
+|---|---|---|
+| tool | its program printed the correct answer | +1 |
+| tool | printed a wrong answer | 0 |
+| tool | the program failed (error, timeout, memory/output limit) or printed nothing | -1 |
+| tool | no ```` ```python ```` block (format penalty) | -1 |
+| tool | the sandbox itself failed (not the agent's fault; not cached) | 0 |
+| reasoner | its ``\\boxed{}`` answer is correct | 1 |
+| reasoner | wrong | 0 |
+| reasoner | no ``\\boxed{}`` answer (format penalty) | -1 |
 
 team = 1 if the team's final answer (below) is correct after this action, else 0 (the paper:
 "team reward = reasoner correctness"). Correctness is :func:`mas_envs.math.verify.answers_equal`
@@ -137,8 +143,9 @@ class MathEnv(TextEnv):
                 f"(use mode='mas' for a team)"
             )
         if n_reasoners > 1:
-            # Instance attribute: the roles of this team size (the class keeps the defaults).
-            self.roles = {
+            # The team size is per instance, and TextEnv.__init__ reads self.roles[mode]: shadow
+            # the class table with this instance's (via __dict__: it is declared a ClassVar).
+            self.__dict__["roles"] = {
                 "mas": ("tool", *(f"reasoner_{i}" for i in range(n_reasoners))),
                 "single": ("reasoner",),
             }
@@ -180,16 +187,20 @@ class MathEnv(TextEnv):
             levels = tuple(LEVELS if levels is None else levels)
             bad_topics = [t for t in topics if t not in TOPICS]
             if bad_topics or not topics:
-                raise ValueError(f"topics must be a non-empty subset of {list(TOPICS)}, got "
-                                 f"{list(topics)}")
+                raise ValueError(
+                    f"topics must be a non-empty subset of {list(TOPICS)}, got {list(topics)}"
+                )
             if not levels or any(lvl not in LEVELS for lvl in levels):
-                raise ValueError(f"levels must be a non-empty subset of {list(LEVELS)}, got "
-                                 f"{list(levels)}")
+                raise ValueError(
+                    f"levels must be a non-empty subset of {list(LEVELS)}, got {list(levels)}"
+                )
             self._ids = {s: GeneratedIds(topics, levels, SEEDS[s]) for s in SPLITS}
             return
         if topics is not None or levels is not None:
-            raise ValueError("topics= and levels= select generated problems; they do not apply "
-                             "to problems read from files")
+            raise ValueError(
+                "topics= and levels= select generated problems; they do not apply "
+                "to problems read from files"
+            )
         sources = self._split_sources(problems)
         by_split: dict[str, list[str]] = {s: [] for s in SPLITS}
         for split, path in sources.items():
@@ -204,13 +215,15 @@ class MathEnv(TextEnv):
         self._ids = {s: tuple(ids) for s, ids in by_split.items()}
 
     @staticmethod
-    def _split_sources(problems: str | Path | Mapping[str, str | Path]) -> dict[str | None, Path]:
+    def _split_sources(
+        problems: str | Path | Mapping[str, str | Path],
+    ) -> dict[str | None, Path]:
         """``{split: path}``; split ``None`` means "split this path by hash"."""
         if isinstance(problems, Mapping):
             bad = [k for k in problems if k not in SPLITS]
             if bad:
                 raise ValueError(f"problems= keys must be splits {list(SPLITS)}, got {bad}")
-            return {k: Path(v) for k, v in problems.items()}
+            return {str(k): Path(v) for k, v in problems.items()}
         if not isinstance(problems, (str, Path)):
             raise TypeError(
                 f"problems must be 'generated', a path, or a {{split: path}} mapping, got "
@@ -223,14 +236,14 @@ class MathEnv(TextEnv):
                 f"built-in generators, or a path to a GSM8K/MATH/AIME/OlympiadBench file)"
             )
         if root.is_dir():
-            own = {
+            own: dict[str | None, Path] = {
                 _SPLIT_NAMES[child.name.split(".")[0]]: child
                 for child in sorted(root.iterdir())
                 if child.name.split(".")[0] in _SPLIT_NAMES
                 and (child.is_dir() or child.suffix in (".jsonl", ".json", ".csv"))
             }
             if own:
-                return dict(own)
+                return own
         return {None: root}
 
     def task_ids(self, split: str | None = None) -> Sequence[str]:
@@ -281,9 +294,14 @@ class MathEnv(TextEnv):
         if parsed.value is None:
             self._tool = ToolTurn(self.turn, "", None, None)
             self._log("tool", "wrote no runnable program (no ```python block)")
-            return Outcome(self.format_penalty, team, self._team_correct, parsed=False,
-                           reason=parsed.reason, info={"answer": None, "correct": False,
-                                                       "verdict": ""})
+            return Outcome(
+                self.format_penalty,
+                team,
+                self._team_correct,
+                parsed=False,
+                reason=parsed.reason,
+                info={"answer": None, "correct": False, "verdict": ""},
+            )
         run = self._run(parsed.value)
         answer = prompts.program_answer(run.stdout) if run.verdict == "ok" else None
         tool = self._tool = ToolTurn(self.turn, parsed.value, run, answer)
@@ -297,8 +315,13 @@ class MathEnv(TextEnv):
             local, reason = -1.0, "the program printed no answer on its last line"
         else:
             local, reason = (1.0 if correct else 0.0), ""
-        return Outcome(local, team, self._team_correct, reason=reason,
-                       info={"answer": answer, "correct": correct, "verdict": run.verdict})
+        return Outcome(
+            local,
+            team,
+            self._team_correct,
+            reason=reason,
+            info={"answer": answer, "correct": correct, "verdict": run.verdict},
+        )
 
     def _apply_reasoner(self, agent: str, text: str) -> Outcome:
         assert self.problem is not None
@@ -337,8 +360,12 @@ class MathEnv(TextEnv):
             done=done,
             parsed=answer is not None,
             reason=parsed.reason,
-            info={"answer": answer, "correct": correct, "team_answer": self._team,
-                  "agreed": done and self.mode == "mas"},
+            info={
+                "answer": answer,
+                "correct": correct,
+                "team_answer": self._team,
+                "agreed": done and self.mode == "mas",
+            },
         )
 
     def _log(self, agent: str, event: str) -> None:
@@ -394,8 +421,10 @@ class MathEnv(TextEnv):
             lines.append(f"tool: {prompts.printed(self._tool)}")
         for agent, i in self._index.items():
             lines.append(f"{agent}: {prompts.answered(self._answers[i])}")
-        lines.append(f"team answer: {prompts.answered(self._team)} "
-                     f"({'correct' if self._team_correct else 'not correct'})")
+        lines.append(
+            f"team answer: {prompts.answered(self._team)} "
+            f"({'correct' if self._team_correct else 'not correct'})"
+        )
         return "\n".join(lines)
 
     # ------------------------------------------------------------------ reference policies

@@ -6,19 +6,23 @@ every number from that generator (never the global RNG). Answers are computed ex
 ``fractions.Fraction``, surds written in LaTeX) and each problem carries a brief worked solution
 and a short stdlib-only Python program that prints the answer (the oracles of the two roles).
 
-| topic | 1 | 2 | 3 | 4 | 5 |
-|---|---|---|---|---|---|
-| ``arith`` | a + b, a - b | a x b, exact a / b | order of operations | sum of fractions | products/powers of fractions |
-| ``algebra`` | ax + b = c | ax + b = cx + d (rational) | integer roots of a quadratic | 2x2 linear system | larger root of a quadratic (surd) |
-| ``numtheory`` | gcd | lcm | a^b mod m | number of divisors | Chinese remainder theorem |
-| ``combinatorics`` | C(n, k) | ordered podium P(n, k) | arrangements of a word | stars and bars | inclusion-exclusion |
+Levels 1 to 5 per topic:
+
+* ``arith``: a +- b; a x b or exact a / b; order of operations; difference/sum of fractions;
+  (a/b)^2 * c/d - e/f.
+* ``algebra``: ax + b = c; ax + b = cx + d (rational root); both integer roots of a quadratic
+  (answer ``"r, s"``); a 2x2 linear system (answer ``"(x, y)"``); larger root of a quadratic
+  with an irrational root (answer a surd like ``\\frac{-3 + \\sqrt{233}}{8}``).
+* ``numtheory``: gcd; lcm; a^e mod m; number of divisors; Chinese remainder theorem.
+* ``combinatorics``: C(n, k); podium orders P(n, k); arrangements of a word with repeated
+  letters; stars and bars; inclusion-exclusion over three divisors.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from fractions import Fraction
 from typing import overload
 
@@ -26,8 +30,15 @@ import numpy as np
 
 from mas_envs.math.problem import Problem
 
-__all__ = ["LEVELS", "SEEDS", "TOPICS", "GeneratedIds", "frac_latex", "generate",
-           "parse_problem_id"]
+__all__ = [
+    "LEVELS",
+    "SEEDS",
+    "TOPICS",
+    "GeneratedIds",
+    "frac_latex",
+    "generate",
+    "parse_problem_id",
+]
 
 TOPICS = ("arith", "algebra", "numtheory", "combinatorics")
 LEVELS = (1, 2, 3, 4, 5)
@@ -83,7 +94,7 @@ class GeneratedIds(Sequence[str]):
             return False
         return (topic, level) in self.combos and seed in self.seeds
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         for seed in self.seeds:
             for topic, level in self.combos:
                 yield f"{topic}/{level}/{seed}"
@@ -167,17 +178,29 @@ def _arith1(rng: np.random.Generator) -> Draft:
     a, b = _int(rng, 10, 99), _int(rng, 1, 99)
     op = "+" if rng.random() < 0.5 else "-"
     ans = a + b if op == "+" else a - b
-    return (f"Compute ${a} {op} {b}$.", str(ans), f"${a} {op} {b} = {ans}$.",
-            f"print({a} {op} {b})")
+    return (
+        f"Compute ${a} {op} {b}$.",
+        str(ans),
+        f"${a} {op} {b} = {ans}$.",
+        f"print({a} {op} {b})",
+    )
 
 
 def _arith2(rng: np.random.Generator) -> Draft:
     a, b = _int(rng, 12, 99), _int(rng, 11, 999)
     if rng.random() < 0.5:
-        return (f"Compute ${a} \\times {b}$.", str(a * b), f"${a} \\times {b} = {a * b}$.",
-                f"print({a} * {b})")
-    return (f"Compute ${a * b} \\div {a}$.", str(b), f"${a} \\times {b} = {a * b}$, so the "
-            f"quotient is ${b}$.", f"print({a * b} // {a})")
+        return (
+            f"Compute ${a} \\times {b}$.",
+            str(a * b),
+            f"${a} \\times {b} = {a * b}$.",
+            f"print({a} * {b})",
+        )
+    return (
+        f"Compute ${a * b} \\div {a}$.",
+        str(b),
+        f"${a} \\times {b} = {a * b}$, so the quotient is ${b}$.",
+        f"print({a * b} // {a})",
+    )
 
 
 def _arith3(rng: np.random.Generator) -> Draft:
@@ -185,10 +208,14 @@ def _arith3(rng: np.random.Generator) -> Draft:
     e = _int(rng, 2, 9)
     ans = a + b * (c - d) - e * e
     expr = f"{a} + {b} \\times ({c} - {d}) - {e}^2"
-    return (f"Compute ${expr}$.", str(ans),
-            f"Parentheses first: ${c} - {d} = {c - d}$; then ${b} \\times {c - d} = "
-            f"{b * (c - d)}$ and ${e}^2 = {e * e}$; so ${a} {_signed(b * (c - d))} - {e * e} = "
-            f"{ans}$.", f"print({a} + {b} * ({c} - {d}) - {e}**2)")
+    return (
+        f"Compute ${expr}$.",
+        str(ans),
+        f"Parentheses first: ${c} - {d} = {c - d}$; then ${b} \\times {c - d} = "
+        f"{b * (c - d)}$ and ${e}^2 = {e * e}$; so ${a} {_signed(b * (c - d))} - {e * e} = "
+        f"{ans}$.",
+        f"print({a} + {b} * ({c} - {d}) - {e}**2)",
+    )
 
 
 def _arith4(rng: np.random.Generator) -> Draft:
@@ -228,9 +255,12 @@ def _arith5(rng: np.random.Generator) -> Draft:
 def _algebra1(rng: np.random.Generator) -> Draft:
     x, a, b = _int(rng, -20, 20), _nonzero(rng, -9, 9), _int(rng, -50, 50)
     c = a * x + b
-    return (f"Solve for $x$: ${_linear(a, 'x', b)} = {c}$.", str(x),
-            f"${_linear(a, 'x', 0)} = {c - b}$, so $x = {x}$.",
-            f"# a*x + b = c\nprint(({c} - ({b})) // ({a}))")
+    return (
+        f"Solve for $x$: ${_linear(a, 'x', b)} = {c}$.",
+        str(x),
+        f"${_linear(a, 'x', 0)} = {c - b}$, so $x = {x}$.",
+        f"# a*x + b = c\nprint(({c} - ({b})) // ({a}))",
+    )
 
 
 def _algebra2(rng: np.random.Generator) -> Draft:
@@ -312,15 +342,19 @@ def _algebra5(rng: np.random.Generator) -> Draft:
     root = f"{kk if kk != 1 else ''}\\sqrt{{{m}}}"
     top = f"{num0} + {root}" if num0 else root
     answer = top if den == 1 else f"\\frac{{{top}}}{{{den}}}"
-    poly = f"{'' if a == 1 else a}x^2" + (f" {_signed(b)}x" if b else "") + \
-        (f" {_signed(c)}" if c else "")
+    poly = (
+        f"{'' if a == 1 else a}x^2"
+        + (f" {_signed(b)}x" if b else "")
+        + (f" {_signed(c)}" if c else "")
+    )
     poly = poly.replace(" + 1x", " + x").replace(" - 1x", " - x")
     return (
         f"Find the larger real root of ${poly} = 0$. Give an exact answer.",
         answer,
-        f"The discriminant is $({b})^2 - 4 \\cdot {a} \\cdot ({c}) = {disc}$, so the larger root is "
-        f"$\\frac{{{-b} + \\sqrt{{{disc}}}}}{{{2 * a}}} = {answer}$.",
-        f"import math\na, b, c = {a}, {b}, {c}\nprint((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a))",
+        f"The discriminant is $({b})^2 - 4 \\cdot {a} \\cdot ({c}) = {disc}$, so the larger "
+        f"root is $\\frac{{{-b} + \\sqrt{{{disc}}}}}{{{2 * a}}} = {answer}$.",
+        f"import math\na, b, c = {a}, {b}, {c}\n"
+        f"print((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a))",
     )
 
 
@@ -331,25 +365,34 @@ def _nt1(rng: np.random.Generator) -> Draft:
     g = _int(rng, 2, 30)
     a, b = g * _int(rng, 2, 40), g * _int(rng, 2, 40)
     ans = math.gcd(a, b)
-    return (f"What is the greatest common divisor of ${a}$ and ${b}$?", str(ans),
-            f"By the Euclidean algorithm, $\\gcd({a}, {b}) = {ans}$.",
-            f"import math\nprint(math.gcd({a}, {b}))")
+    return (
+        f"What is the greatest common divisor of ${a}$ and ${b}$?",
+        str(ans),
+        f"By the Euclidean algorithm, $\\gcd({a}, {b}) = {ans}$.",
+        f"import math\nprint(math.gcd({a}, {b}))",
+    )
 
 
 def _nt2(rng: np.random.Generator) -> Draft:
     a, b = _int(rng, 4, 90), _int(rng, 4, 90)
     ans = math.lcm(a, b)
-    return (f"What is the least common multiple of ${a}$ and ${b}$?", str(ans),
-            f"$\\operatorname{{lcm}}({a}, {b}) = \\frac{{{a} \\cdot {b}}}{{\\gcd({a}, {b})}} = "
-            f"{ans}$.", f"import math\nprint(math.lcm({a}, {b}))")
+    return (
+        f"What is the least common multiple of ${a}$ and ${b}$?",
+        str(ans),
+        f"$\\operatorname{{lcm}}({a}, {b}) = \\frac{{{a} \\cdot {b}}}{{\\gcd({a}, {b})}} = {ans}$.",
+        f"import math\nprint(math.lcm({a}, {b}))",
+    )
 
 
 def _nt3(rng: np.random.Generator) -> Draft:
     a, e, m = _int(rng, 2, 60), _int(rng, 10, 200), _int(rng, 3, 60)
     ans = pow(a, e, m)
-    return (f"What is the remainder when ${a}^{{{e}}}$ is divided by ${m}$?", str(ans),
-            f"By repeated squaring modulo ${m}$, ${a}^{{{e}}} \\equiv {ans} \\pmod{{{m}}}$.",
-            f"print(pow({a}, {e}, {m}))")
+    return (
+        f"What is the remainder when ${a}^{{{e}}}$ is divided by ${m}$?",
+        str(ans),
+        f"By repeated squaring modulo ${m}$, ${a}^{{{e}}} \\equiv {ans} \\pmod{{{m}}}$.",
+        f"print(pow({a}, {e}, {m}))",
+    )
 
 
 def _nt4(rng: np.random.Generator) -> Draft:
@@ -359,14 +402,18 @@ def _nt4(rng: np.random.Generator) -> Draft:
     ans = math.prod(k + 1 for k in exps.values())
     fact = " \\cdot ".join(f"{p}^{{{k}}}" if k > 1 else str(p) for p, k in exps.items() if k)
     count = " \\cdot ".join(f"({k} + 1)" for k in exps.values() if k)
-    return (f"How many positive divisors does ${n}$ have?", str(ans),
-            f"${n} = {fact}$, so it has ${count} = {ans}$ divisors.",
-            f"import math\nn = {n}\n"
-            f"print(sum(2 - (d * d == n) for d in range(1, math.isqrt(n) + 1) if n % d == 0))")
+    return (
+        f"How many positive divisors does ${n}$ have?",
+        str(ans),
+        f"${n} = {fact}$, so it has ${count} = {ans}$ divisors.",
+        f"import math\nn = {n}\n"
+        f"print(sum(2 - (d * d == n) for d in range(1, math.isqrt(n) + 1) if n % d == 0))",
+    )
 
 
-_COPRIME_PAIRS = [(m1, m2) for m1 in range(3, 20) for m2 in range(m1 + 1, 24)
-                  if math.gcd(m1, m2) == 1]
+_COPRIME_PAIRS = [
+    (m1, m2) for m1 in range(3, 20) for m2 in range(m1 + 1, 24) if math.gcd(m1, m2) == 1
+]
 
 
 def _nt5(rng: np.random.Generator) -> Draft:
@@ -390,8 +437,12 @@ def _comb1(rng: np.random.Generator) -> Draft:
     n = _int(rng, 5, 15)
     k = _int(rng, 2, n - 2)
     ans = math.comb(n, k)
-    return (f"In how many ways can a committee of ${k}$ people be chosen from ${n}$ people?",
-            str(ans), f"$\\binom{{{n}}}{{{k}}} = {ans}$.", f"import math\nprint(math.comb({n}, {k}))")
+    return (
+        f"In how many ways can a committee of ${k}$ people be chosen from ${n}$ people?",
+        str(ans),
+        f"$\\binom{{{n}}}{{{k}}} = {ans}$.",
+        f"import math\nprint(math.comb({n}, {k}))",
+    )
 
 
 def _comb2(rng: np.random.Generator) -> Draft:
@@ -399,33 +450,41 @@ def _comb2(rng: np.random.Generator) -> Draft:
     k = _int(rng, 2, 4)
     ans = math.perm(n, k)
     product = " \\cdot ".join(str(n - i) for i in range(k))
-    return (f"${n}$ runners race. In how many ways can the first ${k}$ places be awarded "
-            f"(no ties)?", str(ans),
-            f"${product} = {ans}$.",
-            f"import math\nprint(math.perm({n}, {k}))")
+    return (
+        f"${n}$ runners race. In how many ways can the first ${k}$ places be awarded (no ties)?",
+        str(ans),
+        f"${product} = {ans}$.",
+        f"import math\nprint(math.perm({n}, {k}))",
+    )
 
 
 def _comb3(rng: np.random.Generator) -> Draft:
     letters = "ABCDEFGH"[: _int(rng, 2, 4)]
     counts = [_int(rng, 1, 3) for _ in letters]
-    word = "".join(letter * c for letter, c in zip(letters, counts))
+    word = "".join(letter * c for letter, c in zip(letters, counts, strict=True))
     word = "".join(word[i] for i in rng.permutation(len(word)))
     ans = math.factorial(len(word)) // math.prod(math.factorial(c) for c in counts)
     reps = " ".join(f"{c}!" for c in Counter(word).values())
-    return (f"How many distinct arrangements of the letters of the word {word} are there?",
-            str(ans), f"$\\frac{{{len(word)}!}}{{{reps}}} = {ans}$.",
-            f"from collections import Counter\nfrom math import factorial, prod\n"
-            f"word = '{word}'\n"
-            f"print(factorial(len(word)) // prod(factorial(c) for c in Counter(word).values()))")
+    return (
+        f"How many distinct arrangements of the letters of the word {word} are there?",
+        str(ans),
+        f"$\\frac{{{len(word)}!}}{{{reps}}} = {ans}$.",
+        f"from collections import Counter\nfrom math import factorial, prod\n"
+        f"word = '{word}'\n"
+        f"print(factorial(len(word)) // prod(factorial(c) for c in Counter(word).values()))",
+    )
 
 
 def _comb4(rng: np.random.Generator) -> Draft:
     k, n = _int(rng, 2, 5), _int(rng, 3, 15)
     ans = math.comb(n + k - 1, k - 1)
     xs = " + ".join(f"x_{i + 1}" for i in range(k))
-    return (f"How many solutions in non-negative integers does ${xs} = {n}$ have?", str(ans),
-            f"Stars and bars: $\\binom{{{n} + {k} - 1}}{{{k} - 1}} = {ans}$.",
-            f"import math\nprint(math.comb({n + k - 1}, {k - 1}))")
+    return (
+        f"How many solutions in non-negative integers does ${xs} = {n}$ have?",
+        str(ans),
+        f"Stars and bars: $\\binom{{{n} + {k} - 1}}{{{k} - 1}} = {ans}$.",
+        f"import math\nprint(math.comb({n + k - 1}, {k - 1}))",
+    )
 
 
 def _comb5(rng: np.random.Generator) -> Draft:

@@ -1,13 +1,17 @@
-"""Read math problems from local files in the layouts that GSM8K, MATH, AIME and OlympiadBench publish.
+"""Math problems from local files in the layouts GSM8K, MATH, AIME and OlympiadBench publish.
 
 No dataset ships with mas-rl (none is on PyPI); point ``problems=`` at your local copy.
 
-| format | file | question | answer | id |
-|---|---|---|---|---|
-| ``gsm8k`` | jsonl | ``question`` | ``answer``: worked solution ending ``#### 42`` | line number |
-| ``math`` | jsonl, json (a list or one record), or a directory of ``*.json`` (the original release) | ``problem`` | ``answer`` if present, else the last ``\\boxed{}`` of ``solution``; ``level`` ("Level 3"), ``type`` | ``unique_id``, else the file path / line number |
-| ``aime`` | jsonl or csv | ``Problem`` or ``problem`` | ``Answer`` or ``answer`` | ``ID`` or ``id``, else line number |
-| ``olympiadbench`` | jsonl | ``question`` | ``final_answer``: a list (joined by ``", "``), ``$`` stripped | ``id`` |
+* ``gsm8k``: jsonl; ``question``; ``answer`` = worked solution ending ``#### 42`` (commas in
+  the number dropped); id = line number.
+* ``math``: jsonl, json (a list or one record), or a directory of one-record ``*.json`` files
+  (the original release); ``problem``; ``answer`` if present (MATH-500), else the last
+  ``\\boxed{}`` of ``solution``; ``level`` ("Level 3" or 3), ``type``/``subject``; id =
+  ``unique_id``, else the file's path / the line number.
+* ``aime``: jsonl or csv; ``Problem`` or ``problem``; ``Answer`` or ``answer``; id = ``ID`` or
+  ``id``, else the line number.
+* ``olympiadbench``: jsonl; ``question``; ``final_answer`` = a list of answers (joined by
+  ``", "``, ``$`` stripped); id = ``id``.
 
 Problem ids are ``"<format>/<file stem>/<record id>"``, e.g. ``"gsm8k/test/17"`` or
 ``"math/train/algebra/1"`` for ``MATH/train/algebra/1.json``. A malformed file raises
@@ -133,7 +137,9 @@ def _records(file: Path) -> Iterator[Record]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise ProblemFileError(f"{file}: record {n} (line {n}): invalid JSON: {e}") from None
+                raise ProblemFileError(
+                    f"{file}: record {n} (line {n}): invalid JSON: {e}"
+                ) from None
             yield str(n), _object(row, f"{file}: record {n}")
 
 
@@ -212,7 +218,8 @@ def _olympiadbench(rec: dict[str, Any], head: str, rid: str, where: str) -> Prob
         final = [final]
     if not isinstance(final, list) or not final or not all(isinstance(a, str) for a in final):
         raise ProblemFileError(
-            f"{where}: field 'final_answer': expected a non-empty list of strings, got {final!r:.80}"
+            f"{where}: field 'final_answer': expected a non-empty list of strings, "
+            f"got {final!r:.80}"
         )
     answer = ", ".join(a.strip().strip("$").strip() for a in final)
     if not answer:

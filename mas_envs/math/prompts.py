@@ -87,7 +87,7 @@ class ToolTurn(NamedTuple):
 
 
 def parse_code(text: str) -> Parsed:
-    """The last fenced code block of ``text`` (```` ```python ````, ```` ```py ```` or bare ```` ``` ````).
+    """The last fenced code block of ``text``: ```` ```python ````, ```` ```py ```` or bare.
 
     An unclosed final fence (a reply cut off by the token limit) still counts.
     """

@@ -25,9 +25,17 @@ import re
 import threading
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
-__all__ = ["BACKENDS", "MAX_ANSWER_CHARS", "answers_equal", "default_backend", "last_boxed", "majority_answer",
-           "normalize"]
+__all__ = [
+    "BACKENDS",
+    "MAX_ANSWER_CHARS",
+    "answers_equal",
+    "default_backend",
+    "last_boxed",
+    "majority_answer",
+    "normalize",
+]
 
 MAX_ANSWER_CHARS = 1000
 """Answers longer than this are treated as wrong without being parsed."""
@@ -147,7 +155,7 @@ def _equal_cached(gold: str, pred: str, backend: str) -> bool:
         if backend == "math-verify":
             return _math_verify_equal(gold, pred)
         return _sympy_equal(g, p)
-    except Exception:  # noqa: BLE001 - any parser failure on model text means "not shown equal"
+    except Exception:
         return False
 
 
@@ -176,7 +184,7 @@ def _python_to_latex(s: str) -> str:
 
     try:
         return sympy.latex(_safe_sympify(s))
-    except Exception:  # noqa: BLE001 - leave unparseable text to math-verify
+    except Exception:
         return s
 
 
@@ -238,7 +246,7 @@ def _group(s: str, i: int) -> tuple[str, int]:
     raise ValueError("unbalanced braces")
 
 
-def _safe_sympify(plain: str):  # type: ignore[no-untyped-def]
+def _safe_sympify(plain: str) -> Any:
     """Parse restricted plain text with sympy; refuse anything outside the whitelist."""
     from sympy.parsing.sympy_parser import (
         convert_xor,
@@ -258,7 +266,9 @@ def _safe_sympify(plain: str):  # type: ignore[no-untyped-def]
 
 
 def _split_top(s: str) -> list[str]:
-    parts, depth, cur = [], 0, []
+    parts: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for c in s:
         if c in "([{":
             depth += 1
@@ -298,10 +308,10 @@ def _sympy_equal(g: str, p: str) -> bool:
                 return False
             unused.remove(match)
         return True
-    return all(_values_equal(a, b) for a, b in zip(values_g, values_p))
+    return all(_values_equal(a, b) for a, b in zip(values_g, values_p, strict=True))
 
 
-def _value(element: str):  # type: ignore[no-untyped-def]
+def _value(element: str) -> Any:
     e = _VAR_PREFIX.sub("", element.strip())
     if _NUM.fullmatch(e):
         return Fraction(e)
@@ -310,13 +320,14 @@ def _value(element: str):  # type: ignore[no-untyped-def]
     return _safe_sympify(_latex_to_plain(e))
 
 
-def _values_equal(a, b) -> bool:  # type: ignore[no-untyped-def]
+def _values_equal(a: Any, b: Any) -> bool:
     if isinstance(a, Fraction) and isinstance(b, Fraction):
         return a == b
     import sympy
 
-    a, b = (sympy.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else v
-            for v in (a, b))
+    a, b = (
+        sympy.Rational(v.numerator, v.denominator) if isinstance(v, Fraction) else v for v in (a, b)
+    )
     if a == b:  # also settles oo == oo, where a - b is nan
         return True
     diff = a - b
@@ -338,7 +349,7 @@ def majority_answer(answers: Sequence[str | None], backend: str | None = None) -
         if ans is None:
             continue
         for group in groups:
-            if answers_equal(answers[group[0]], ans, backend):
+            if answers_equal(answers[group[0]] or "", ans, backend):
                 group.append(i)
                 break
         else:

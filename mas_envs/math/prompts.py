@@ -181,7 +181,9 @@ def reasoner_prompt(
     parts = [f"Problem:\n{question}"]
     if history:
         parts.append("Earlier turns:\n" + "\n".join(history))
-    if tool is not None:
+    if tool is not None and tool.run is None:
+        parts.append("The tool agent wrote no runnable program this turn.")
+    elif tool is not None:
         parts.append(f"The tool agent's program this turn:\n{tool_result_text(tool)}")
     if teammates:
         parts.append(

@@ -159,10 +159,10 @@ class Learner:
                 raise TypeError(
                     f"adapter={adapter!r} needs a peft model (mas_trainer.models.add_lora_adapters)"
                 )
-            model.set_adapter(adapter)  # type: ignore[operator]
             named = [(n, p) for n, p in model.named_parameters() if f".{adapter}." in n]
             if not named:
                 raise ValueError(f"model has no LoRA adapter named {adapter!r}")
+            model.set_adapter(adapter)  # type: ignore[operator]
             for _, p in named:
                 p.requires_grad_(True)
         else:
@@ -309,7 +309,8 @@ class Learner:
         """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG."""
         return {
             "trainable": {n: p.detach().clone() for n, p in self._params.items()},
-            "optimizer": self.optimizer.state_dict(),
+            # deepcopy: the optimizer's state dict references its live moment tensors.
+            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
             "scheduler": self.scheduler.state_dict(),
             "updates": self.updates,
             "rng": self._rng.get_state(),

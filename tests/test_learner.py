@@ -1,0 +1,248 @@
+"""Learner: PPO-clip and SFT updates, resume, LoRA, schedules (mas_trainer/learner.py)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from mas_trainer.engines import SamplingParams, TransformersEngine  # noqa: E402
+from mas_trainer.learner import Learner  # noqa: E402
+from mas_trainer.models import add_lora_adapters, build_tiny_model, chat_prompt_ids  # noqa: E402
+from mas_trainer.samples import TrainSample  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread() -> Iterator[None]:
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def _samples(model, tok, n: int = 16, seed: int = 0, max_tokens: int = 12) -> list[TrainSample]:
+    """Sampled completions with alternating +1 / -1 advantages (even index: +1)."""
+    prompts = [
+        chat_prompt_ids(tok, [{"role": "user", "content": f"task {i} " + "x" * (i % 5)}])
+        for i in range(n)
+    ]
+    outs = TransformersEngine(model, tok).generate(
+        prompts, SamplingParams(max_tokens=max_tokens), seed=seed
+    )
+    return [
+        TrainSample(p, c.token_ids, c.logprobs, reward=0.0, advantage=1.0 if i % 2 == 0 else -1.0)
+        for i, (p, c) in enumerate(zip(prompts, outs, strict=True))
+    ]
+
+
+def _learner(model, **kw) -> Learner:
+    kw.setdefault("lr", 1e-3)
+    kw.setdefault("pad_token_id", 256)
+    return Learner(model, **kw)
+
+
+def _params(model) -> dict[str, torch.Tensor]:
+    return {n: p.detach().clone() for n, p in model.named_parameters()}
+
+
+def test_update_changes_parameters_and_moves_logprobs_with_advantage() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok)
+    learner = _learner(model, mini_batch_size=8)
+    before_w = _params(model)
+    before = learner.logprobs(samples)
+    metrics = learner.update(samples)
+    after = learner.logprobs(samples)
+    changed = [n for n, p in model.named_parameters() if not torch.equal(p, before_w[n])]
+    assert len(changed) == len(before_w)
+    for s, b, a in zip(samples, before, after, strict=True):
+        delta = sum(a) - sum(b)
+        assert (delta > 0) if s.advantage > 0 else (delta < 0)
+    assert metrics["perf/logprob_mismatch"] < 1e-4  # shared fp32 model: engine == learner
+    assert math.isfinite(metrics["loss/policy"]) and metrics["optim/grad_norm"] > 0
+    assert metrics["algo/entropy"] > 0 and metrics["optim/lr"] == pytest.approx(1e-3)
+
+
+def test_old_logprobs_are_recomputed_not_taken_from_the_engine() -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    samples = _samples(model_a, tok)
+    shifted = [
+        TrainSample(s.prompt_ids, s.completion_ids, [x - 0.5 for x in s.logprobs], 0.0, s.advantage)
+        for s in samples
+    ]
+    m_a = _learner(model_a, mini_batch_size=8).update(samples)
+    m_b = _learner(model_b, mini_batch_size=8).update(shifted)
+    assert m_b["perf/logprob_mismatch"] == pytest.approx(0.5, abs=1e-4)
+    assert m_a["loss/policy"] == pytest.approx(m_b["loss/policy"], abs=1e-6)
+    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6), n
+
+
+def test_zero_advantages_leave_only_weight_decay() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    for s in samples:
+        s.advantage = 0.0
+    before = _params(model)
+    lr, wd = 1e-2, 0.01
+    m = _learner(model, lr=lr, weight_decay=wd, mini_batch_size=8).update(samples)
+    assert m["loss/policy"] == 0.0 and m["optim/grad_norm"] == 0.0
+    for n, p in model.named_parameters():
+        assert torch.allclose(p, before[n] * (1 - lr * wd), atol=1e-7), n
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+def test_micro_batches_give_the_same_step_as_one_pass() -> None:
+    """Token mean over the mini-batch is preserved under gradient accumulation and padding."""
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    samples = _samples(model_a, tok, n=12, max_tokens=20)
+    learners = [
+        _learner(model_a, mini_batch_size=12, grad_clip=0.0),
+        _learner(model_b, mini_batch_size=12, micro_batch_size=5, grad_clip=0.0),
+    ]
+    before = _params(model_a)
+    for learner in learners:
+        # Plain SGD with lr 1 makes the step equal the gradient (Adam would hide scale errors).
+        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
+        learner.update(samples)
+    moved = 0.0
+    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
+        moved = max(moved, (p - before[n]).abs().max().item())
+    assert moved > 1e-3
+
+
+def test_sft_trains_completion_tokens_only_and_lowers_loss() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    prompt = chat_prompt_ids(tok, [{"role": "user", "content": "say hi"}])
+    target = [*b"hi there", 258]
+    sample = TrainSample(prompt, target, [], 0.0)
+    learner = _learner(model, lr=1e-2)
+    # The reported loss is the completion-only cross-entropy of the pre-update weights.
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + target])).logits[0, len(prompt) - 1 : -1]
+        ce = torch.nn.functional.cross_entropy(logits, torch.tensor(target)).item()
+    first = learner.sft_update([sample])["loss/sft"]
+    assert first == pytest.approx(ce, abs=1e-5)
+    for _ in range(60):
+        last = learner.sft_update([sample])["loss/sft"]
+    assert last < 0.05 * first
+    out = TransformersEngine(model, tok).generate(
+        [prompt], SamplingParams(greedy=True, max_tokens=12)
+    )
+    assert out[0].token_ids == target
+
+
+def test_sft_lr_override_is_temporary() -> None:
+    model, _ = build_tiny_model("tiny", seed=0)
+    learner = _learner(model, lr=1e-4)
+    sample = TrainSample([257, 1, 2], [3, 4], [], 0.0)
+    before = _params(model)
+    learner.sft_update([sample], lr=0.5)
+    # Adam's first step moves each weight by about lr: 0.5 was used, not 1e-4 ...
+    step = max((p - before[n]).abs().max().item() for n, p in model.named_parameters())
+    assert step > 0.1
+    # ... and the scheduled lr is back afterwards.
+    assert learner.optimizer.param_groups[0]["lr"] == pytest.approx(1e-4)
+
+
+def test_state_dict_resume_continues_identically() -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    batch1 = _samples(model_a, tok, n=10, seed=1)
+    batch2 = _samples(model_a, tok, n=10, seed=2)
+    learner_a = _learner(
+        model_a, mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1
+    )
+    learner_a.update(batch1)
+    saved = learner_a.state_dict()
+    learner_a.update(batch2)
+
+    model_b, _ = build_tiny_model("tiny", seed=9)  # different weights: all must come from the state
+    learner_b = _learner(
+        model_b, mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1
+    )
+    learner_b.load_state_dict(saved)
+    assert learner_b.updates == 1
+    learner_b.update(batch2)
+    for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
+        assert torch.equal(p, q)
+    assert learner_a.optimizer.param_groups[0]["lr"] == learner_b.optimizer.param_groups[0]["lr"]
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step()`")
+def test_lr_schedules() -> None:
+    model, _ = build_tiny_model("tiny")
+    learner = _learner(
+        model, lr=1.0, lr_schedule="cosine", warmup_steps=2, total_steps=6, min_lr_ratio=0.1
+    )
+    lrs = []
+    for _ in range(7):
+        lrs.append(learner.optimizer.param_groups[0]["lr"])
+        learner.scheduler.step()
+    cos = [0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * k / 4)) for k in range(5)]
+    assert lrs == pytest.approx([0.5, 1.0, *cos], abs=1e-9)
+    with pytest.raises(ValueError, match="total_steps"):
+        _learner(model, lr_schedule="cosine")
+    with pytest.raises(ValueError, match="lr_schedule"):
+        _learner(model, lr_schedule="linear")
+
+
+def test_kl_to_reference_starts_at_zero_and_grows() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    learner = _learner(model, lr=1e-2, kl_coef=0.1, mini_batch_size=8)
+    assert learner.update(samples)["loss/kl"] == pytest.approx(0.0, abs=1e-7)
+    assert learner.update(samples)["loss/kl"] > 1e-4
+    assert learner.ref_model is not None
+    assert not any(p.requires_grad for p in learner.ref_model.parameters())
+
+
+def test_lora_learners_train_only_their_adapter() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    base_before = _params(model)
+    peft_model = add_lora_adapters(model, ["planner", "executor"], r=4, alpha=8)
+    planner = _learner(peft_model, adapter="planner", lr=1e-2, mini_batch_size=4, kl_coef=0.05)
+    executor = _learner(peft_model, adapter="executor", lr=1e-2, mini_batch_size=4)
+    engine_p = TransformersEngine(peft_model, tok, adapter="planner")
+    prompts = [chat_prompt_ids(tok, [{"role": "user", "content": f"p{i}"}]) for i in range(8)]
+    outs = engine_p.generate(prompts, SamplingParams(max_tokens=10), seed=0)
+    samples = [
+        TrainSample(p, c.token_ids, c.logprobs, 0.0, 1.0 if i % 2 == 0 else -1.0)
+        for i, (p, c) in enumerate(zip(prompts, outs, strict=True))
+    ]
+    exec_before = {n: p.clone() for n, p in executor._params.items()}
+    before = planner.logprobs(samples)
+    metrics = planner.update(samples)
+    planner.update(samples)
+    assert metrics["perf/logprob_mismatch"] < 1e-4
+    assert sum(planner.logprobs(samples)[0]) > sum(before[0])
+    assert all(torch.equal(p, exec_before[n]) for n, p in executor._params.items())
+    # The executor adapter still computes the base policy.
+    assert executor.logprobs(samples)[0] == pytest.approx(before[0], abs=1e-5)
+    base_after = {
+        n.replace("base_model.model.", "").replace(".base_layer", ""): p
+        for n, p in peft_model.named_parameters()
+        if "lora_" not in n
+    }
+    assert all(torch.equal(base_after[n], w) for n, w in base_before.items())
+    with pytest.raises(ValueError, match="no LoRA adapter named 'critic'"):
+        _learner(peft_model, adapter="critic")
+
+
+def test_bad_samples_are_rejected_with_a_reason() -> None:
+    model, _ = build_tiny_model("tiny")
+    learner = _learner(model)
+    with pytest.raises(ValueError, match="2 completion tokens"):
+        learner.update([TrainSample([1, 2], [3, 4], [-0.1], 0.0, 1.0)])
+    with pytest.raises(ValueError, match="empty prompt or completion"):
+        learner.sft_update([TrainSample([1, 2], [], [], 0.0)])
+    with pytest.raises(ValueError, match="no samples"):
+        learner.update([])
+    with pytest.raises(ValueError, match="non-finite advantage"):
+        learner.update([TrainSample([1, 2], [3], [-0.1], 0.0, float("nan"))])

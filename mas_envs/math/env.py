@@ -420,9 +420,9 @@ class MathEnv(TextEnv):
         if self._tool is not None:
             lines.append(f"tool: {prompts.printed(self._tool)}")
         for agent, i in self._index.items():
-            lines.append(f"{agent}: {prompts.answered(self._answers[i])}")
+            lines.append(f"{agent}: {prompts.show_answer(self._answers[i])}")
         lines.append(
-            f"team answer: {prompts.answered(self._team)} "
+            f"team answer: {prompts.show_answer(self._team)} "
             f"({'correct' if self._team_correct else 'not correct'})"
         )
         return "\n".join(lines)

@@ -22,6 +22,7 @@ __all__ = [
     "parse_code",
     "program_answer",
     "reasoner_prompt",
+    "show_answer",
     "single_prompt",
     "tool_prompt",
 ]
@@ -128,7 +129,8 @@ def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
-def _answer(ans: str | None) -> str:
+def show_answer(ans: str | None) -> str:
+    """An answer as agents see it: ``\\boxed{...}`` (capped), or ``(no answer)``."""
     return "(no answer)" if ans is None else f"\\boxed{{{_cap(ans, MAX_ANSWER_ECHO)}}}"
 
 
@@ -188,7 +190,7 @@ def reasoner_prompt(
     if teammates:
         parts.append(
             "Latest answers of the other reasoners:\n"
-            + "\n".join(f"- {name}: {_answer(ans)}" for name, ans in teammates)
+            + "\n".join(f"- {name}: {show_answer(ans)}" for name, ans in teammates)
         )
     parts.append(ANSWER_FORMAT)
     return "\n\n".join(parts)
@@ -210,7 +212,7 @@ def history_line(turn: int, agent: str, event: str) -> str:
 
 def answered(ans: str | None) -> str:
     """A history event for an answer."""
-    return f"answered {_answer(ans)}"
+    return f"answered {show_answer(ans)}"
 
 
 def printed(tool: ToolTurn) -> str:

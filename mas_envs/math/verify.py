@@ -113,6 +113,23 @@ def normalize(answer: str) -> str:
     return s
 
 
+_FRAC = re.compile(r"([+-]?)\\frac\{([+-]?\d{1,30})\}\{(\d{1,30})\}")
+_SLASH = re.compile(r"([+-]?)()(\d{1,30})/(\d{1,30})")
+
+
+def _rational(s: str) -> Fraction | None:
+    """The value of a normalised integer, ``a/b`` or ``\\frac{a}{b}``; else ``None``."""
+    if _INT.fullmatch(s):
+        return Fraction(int(s))
+    m = _FRAC.fullmatch(s)
+    if m and int(m[3]):
+        return Fraction(int(m[2]), int(m[3])) * (-1 if m[1] == "-" else 1)
+    m = _SLASH.fullmatch(s)
+    if m and int(m[4]):
+        return Fraction(int(m[3]), int(m[4])) * (-1 if m[1] == "-" else 1)
+    return None
+
+
 def _too_costly(s: str) -> bool:
     return bool(_TOWER.search(s) or _BIG_FACTORIAL.search(s) or _BIG_POWER.search(s))
 
@@ -147,8 +164,10 @@ def _equal_cached(gold: str, pred: str, backend: str) -> bool:
         return False
     if g == p:
         return True
-    if _INT.fullmatch(g) and _INT.fullmatch(p):
-        return int(g) == int(p)
+    rg, rp = _rational(g), _rational(p)
+    if rg is not None and rp is not None:
+        # Exact values with no decimal point: what any checker would decide, 1000x cheaper.
+        return rg == rp
     if _too_costly(g) or _too_costly(p):
         return False  # not identical after normalising, and too costly to evaluate
     try:

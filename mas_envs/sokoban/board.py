@@ -27,6 +27,7 @@ __all__ = [
 ]
 
 WALL, FLOOR, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL = "#", "_", ".", "$", "*", "@", "+"
+_BOX, _BOX_ON_GOAL, _PLAYER, _PLAYER_ON_GOAL = (ord(c) for c in "$*@+")
 _READ = {
     WALL: (True, False, False, False),  # wall, goal, box, player
     FLOOR: (False, False, False, False),
@@ -84,6 +85,7 @@ class Play(NamedTuple):
         made: Moves that were made (valid ones), in order.
         invalid: Moves that failed, as ``(index in the list, move)``.
         used: Moves read from the list; moves after the one that solves the level are ignored.
+        on_goals: Boxes on goals afterwards.
         solved: Every box is on a goal.
     """
 
@@ -93,6 +95,7 @@ class Play(NamedTuple):
     made: tuple[str, ...]
     invalid: tuple[tuple[int, str], ...]
     used: int
+    on_goals: int
     solved: bool
 
 
@@ -123,7 +126,9 @@ class Board:
     )
 
     def __init__(self, width: int, height: int, walls: frozenset[int], goals: frozenset[int]):
-        ring = {c for c in range(width * height) if _on_ring(c, width, height)}
+        last = (height - 1) * width
+        ring = {*range(width), *range(last, last + width)}
+        ring.update(range(0, last, width), range(width - 1, last, width))
         if not ring <= walls:
             raise ValueError("the outer ring of a Sokoban board must be all wall ('#')")
         if goals & walls or not goals:
@@ -133,24 +138,26 @@ class Board:
         self.walls = walls
         self.goals = goals
         self.steps = {"U": -width, "D": width, "L": -1, "R": 1}
-        goal_rc = [divmod(g, width) for g in goals]
-        self.goal_dist = tuple(
-            min(abs(r - gr) + abs(c - gc) for gr, gc in goal_rc)
-            for r, c in (divmod(i, width) for i in range(width * height))
-        )
+        per_goal = [
+            [abs(r - gr) + abs(c - gc) for r in range(height) for c in range(width)]
+            for gr, gc in (divmod(g, width) for g in goals)
+        ]
+        self.goal_dist = tuple(map(min, *per_goal)) if len(per_goal) > 1 else tuple(per_goal[0])
         self.push = self._push_dist()
         """Pushes that bring a box from each cell to its nearest goal on an otherwise empty board
         (read-only). Cells missing here are dead: a box there can never reach a goal (a corner
         that is not a goal, for instance)."""
         self.dead = frozenset(range(width * height)) - walls - self.push.keys()
-        # The static picture with a newline after each row, and each cell's place in it.
+        # The static picture (ASCII bytes, a newline after each row) and each cell's place in it:
+        # render() copies it and writes the moving parts in, the cheapest way to draw in Python.
         self._slot = tuple(i + i // width for i in range(width * height))
-        picture = [
-            WALL if i in walls else GOAL if i in goals else FLOOR for i in range(width * height)
-        ]
-        for r in range(height - 1, 0, -1):
-            picture.insert(r * width, "\n")
-        self._picture = picture
+        cells = [FLOOR] * (width * height)
+        for i in walls:
+            cells[i] = WALL
+        for i in goals:
+            cells[i] = GOAL
+        rows = ("".join(cells[r * width : (r + 1) * width]) for r in range(height))
+        self._picture = "\n".join(rows).encode("ascii")
 
     def _push_dist(self) -> dict[int, int]:
         # Pull a box back from every goal, breadth first.
@@ -176,12 +183,12 @@ class Board:
 
     def render(self, player: int, boxes: frozenset[int]) -> str:
         """The ASCII picture, one row per line (see the module docstring for the symbols)."""
-        cells = self._picture.copy()
+        cells = bytearray(self._picture)
         slot, goals = self._slot, self.goals
         for b in boxes:
-            cells[slot[b]] = BOX_ON_GOAL if b in goals else BOX
-        cells[slot[player]] = PLAYER_ON_GOAL if player in goals else PLAYER
-        return "".join(cells)
+            cells[slot[b]] = _BOX_ON_GOAL if b in goals else _BOX
+        cells[slot[player]] = _PLAYER_ON_GOAL if player in goals else _PLAYER
+        return cells.decode("ascii")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Board) and (
@@ -201,11 +208,6 @@ class Board:
 # NamedTuple's own constructor goes through a Python-level __new__; this is the C one (as
 # namedtuple's _make uses): the same object, built in a third of the time on the hot path.
 _new_play = tuple.__new__
-
-
-def _on_ring(cell: int, width: int, height: int) -> bool:
-    r, c = divmod(cell, width)
-    return r in (0, height - 1) or c in (0, width - 1)
 
 
 def parse_level(text: str) -> Level:
@@ -298,5 +300,6 @@ def play(
         reward += move_r
         made.append(move)
     return _new_play(
-        Play, (player, boxes, reward, tuple(made), tuple(invalid), used, on_goal == n_boxes)
+        Play,
+        (player, boxes, reward, tuple(made), tuple(invalid), used, on_goal, on_goal == n_boxes),
     )

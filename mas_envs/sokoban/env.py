@@ -214,10 +214,9 @@ class SokobanEnv(TextEnv):
                     "stuck": not board.dead.isdisjoint(self.boxes),
                 },
             )
-        player, boxes, reward, made, invalid, _, solved = play(
+        player, boxes, reward, made, invalid, _, on_goals, solved = play(
             board, self.player, self.boxes, moves, self.reward_table
         )
-        on_goals = len(boxes & board.goals)
         stuck = not board.dead.isdisjoint(boxes)  # goals are never dead cells
         info = {
             "boxes_on_goals": on_goals,
@@ -237,6 +236,11 @@ class SokobanEnv(TextEnv):
         if solved:
             return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
         return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
+
+    def observe(self, agent: str) -> dict[str, str]:
+        # TextEnv.observe, without two method calls: observe runs after every step.
+        text = self._prompts.get(agent)
+        return {"system": self._systems[agent], "prompt": text or self._prompt(agent)}
 
     def _system(self, agent: str) -> str:
         return self._systems[agent]

@@ -18,6 +18,10 @@ per draw is far cheaper than a call into the generator), which keeps a 6x6 level
 
 from __future__ import annotations
 
+import functools
+import itertools
+from collections.abc import Callable
+
 import numpy as np
 
 from mas_envs.sokoban.board import Board, Level
@@ -43,39 +47,52 @@ _MASKS = (
 )
 
 
-class _Draws:
-    """Uniform floats from ``rng``, fetched in batches and handed out one at a time."""
+def _draws(rng: np.random.Generator) -> Callable[[], float]:
+    """A function returning uniform floats from ``rng``, drawn 256 at a time.
 
-    __slots__ = ("_buf", "_rng")
-
-    def __init__(self, rng: np.random.Generator) -> None:
-        self._rng = rng
-        self._buf: list[float] = []
-
-    def below(self, n: int) -> int:
-        """A uniform int in ``[0, n)``."""
-        return int(self.uniform() * n)
-
-    def uniform(self) -> float:
-        if not self._buf:
-            self._buf = self._rng.random(256).tolist()
-        return self._buf.pop()
+    One Python float per call (a C-level ``next``) is far cheaper than a call into the generator.
+    """
+    batches = iter(lambda: rng.random(256).tolist(), None)
+    return itertools.chain.from_iterable(batches).__next__
 
 
-def _topology(draws: _Draws, width: int, height: int, steps: int) -> list[int]:
+@functools.lru_cache(maxsize=64)
+def _walk_tables(
+    width: int, height: int
+) -> tuple[tuple[tuple[int, ...], ...], tuple[tuple[tuple[int, ...], ...], ...]]:
+    """Per interior cell: the next cell in each direction (clamped to the interior), and the
+    floor cells each mask stamps there (the wall ring left out)."""
+    n = width * height
+    step: list[tuple[int, ...]] = [()] * n
+    stamp: list[tuple[tuple[int, ...], ...]] = [()] * n
+    for r in range(1, height - 1):
+        for c in range(1, width - 1):
+            step[r * width + c] = tuple(
+                min(max(r + dr, 1), height - 2) * width + min(max(c + dc, 1), width - 2)
+                for dr, dc in _DIRS
+            )
+            stamp[r * width + c] = tuple(
+                tuple(
+                    (r + mr) * width + c + mc
+                    for mr, mc in mask
+                    if 0 < r + mr < height - 1 and 0 < c + mc < width - 1
+                )
+                for mask in _MASKS
+            )
+    return tuple(step), tuple(stamp)
+
+
+def _topology(u: Callable[[], float], width: int, height: int, steps: int) -> list[int]:
     """Floor cells of a random-walk room, sorted."""
-    floor = set()
-    r, c = 1 + draws.below(height - 2), 1 + draws.below(width - 2)
-    dr, dc = _DIRS[draws.below(4)]
+    step, stamp = _walk_tables(width, height)
+    floor: set[int] = set()
+    pos = (1 + int(u() * (height - 2))) * width + 1 + int(u() * (width - 2))
+    d = int(u() * 4)
     for _ in range(steps):
-        if draws.uniform() < P_CHANGE_DIRECTION:
-            dr, dc = _DIRS[draws.below(4)]
-        r = min(max(r + dr, 1), height - 2)
-        c = min(max(c + dc, 1), width - 2)
-        for mr, mc in _MASKS[draws.below(5)]:
-            rr, cc = r + mr, c + mc
-            if 0 < rr < height - 1 and 0 < cc < width - 1:
-                floor.add(rr * width + cc)
+        if u() < P_CHANGE_DIRECTION:
+            d = int(u() * 4)
+        pos = step[pos][d]
+        floor.update(stamp[pos][int(u() * 5)])
     return sorted(floor)
 
 
@@ -93,7 +110,7 @@ def _reach(start: int, floor: set[int], occupied: set[int], deltas: tuple[int, .
 
 
 def _reverse_play(
-    draws: _Draws, width: int, floor: set[int], goals: list[int], player: int, runs: int
+    u: Callable[[], float], width: int, floor: set[int], goals: list[int], player: int, runs: int
 ) -> tuple[int, list[int]] | None:
     """Pull boxes away from their goals; return the most displaced unsolved state, or None.
 
@@ -120,9 +137,9 @@ def _reverse_play(
         ]
         if not pulls:
             break
-        k, d = pulls[draws.below(len(pulls))]
+        k, d = pulls[int(u() * len(pulls))]
         length = 1
-        while draws.uniform() < 0.5:  # geometric run length, stopped by walls and boxes
+        while u() < 0.5:  # geometric run length, stopped by walls and boxes
             nxt = boxes[k] + (length + 2) * d
             if nxt not in floor or nxt in occupied:
                 break
@@ -133,9 +150,12 @@ def _reverse_play(
         player = boxes[k] + d
         score = sum(_manhattan(b, g, width) for b, g in zip(boxes, goals, strict=True))
         if score > best_score and not occupied <= goal_set:
-            region = _reach(player, floor, occupied, deltas)
-            best_score, best = score, (region[draws.below(len(region))], boxes[:])
-    return best
+            best_score, best = score, (player, boxes[:])
+    if best is None:
+        return None
+    # The player walks off to a random cell it can reach (still a reverse of legal play).
+    region = _reach(best[0], floor, set(best[1]), deltas)
+    return region[int(u() * len(region))], best[1]
 
 
 def _manhattan(a: int, b: int, width: int) -> int:
@@ -158,18 +178,18 @@ def generate_level(
     Raises:
         ValueError: No room in ``MAX_ROOMS`` draws could hold the boxes (too many for the size).
     """
-    draws = _Draws(rng)
+    u = _draws(rng)
     walk = max(WALK_STEPS, int(1.7 * (width + height)))
     for _ in range(MAX_ROOMS):
-        floor = _topology(draws, width, height, walk)
+        floor = _topology(u, width, height, walk)
         if len(floor) < boxes + 2:  # the player needs a cell and a box needs room to move
             continue
         free = floor[:]
         placed = []
         for _ in range(boxes + 1):
-            placed.append(free.pop(draws.below(len(free))))
+            placed.append(free.pop(int(u() * len(free))))
         player, goals = placed[0], placed[1:]
-        found = _reverse_play(draws, width, set(floor), goals, player, PULL_RUNS * boxes)
+        found = _reverse_play(u, width, set(floor), goals, player, PULL_RUNS * boxes)
         if found is None:
             continue
         start, box_cells = found

@@ -8,8 +8,6 @@ system text and instructions here without touching the ``single`` texts.
 
 from __future__ import annotations
 
-import re
-
 from mas_envs.moves import ParsedMoves, format_moves, parse_moves
 from mas_envs.spaces import clean_text
 
@@ -59,9 +57,7 @@ _STUCK = (
     "Warning: a box is stuck where it can never reach a goal; the puzzle cannot be solved any "
     "more.\n"
 )
-# What well-behaved answers look like, parsed without the general parser's regexes.
-_SIMPLE = re.compile(r"[ \t\n]*[UDLR](?:[ \t]*,?[ \t]*[UDLR])*[ \t\n.]*")
-_LETTER = re.compile("[UDLR]")
+_LETTERS = frozenset("UDLR")
 _new_parsed = tuple.__new__
 
 
@@ -129,14 +125,15 @@ def proposal_line(moves: tuple[str, ...] | None, reason: str) -> str:
 def parse_answer(text: str, max_moves: int) -> ParsedMoves:
     """Parse a move list; see :func:`mas_envs.moves.parse_moves` for what is accepted.
 
-    A plain ``#### U, R, D`` (the format the prompt asks for) is read directly; anything else
-    goes to the general parser, which returns the same moves for the plain form.
+    The plain form the prompt asks for, ``#### U, R, D`` (single capital letters separated by
+    commas or white space after the last ``####``), is read directly; anything else goes to the
+    general parser, which reads the plain form the same way (a property test checks it).
     """
     _, sep, tail = text.rpartition("####")
-    if sep and _SIMPLE.fullmatch(tail):
-        moves = tuple(_LETTER.findall(tail))
-        if len(moves) <= max_moves:
-            return _new_parsed(ParsedMoves, (moves, ""))  # ParsedMoves(moves, ""), faster
+    if sep:
+        parts = tail.replace(",", " ").split()
+        if parts and len(parts) <= max_moves and _LETTERS.issuperset(parts):
+            return _new_parsed(ParsedMoves, (tuple(parts), ""))  # ParsedMoves(...), faster
     return parse_moves(text, max_moves)
 
 

@@ -91,11 +91,18 @@ import numpy as np
 
 from mas_envs.base import Outcome, TextEnv
 from mas_envs.code import prompts
-from mas_envs.spaces import clean_text
-from mas_envs.code.judge import Case, CaseResult, Limits, Request, outputs_match, run_requests
+from mas_envs.code.judge import (
+    Case,
+    CaseResult,
+    Limits,
+    Request,
+    outputs_match,
+    run_requests,
+    values_match,
+)
 from mas_envs.code.judge import literal as parse_literal
-from mas_envs.code.judge import values_match
 from mas_envs.code.problems import Problem, load_problems, split_of
+from mas_envs.spaces import clean_text
 
 __all__ = ["CodeEnv"]
 
@@ -106,8 +113,10 @@ def _problem_set(
 ) -> tuple[dict[str, Problem], dict[str, tuple[str, ...]]]:
     problems = load_problems(source, file_split=file_split)
     by_id = {p.id: p for p in problems}
-    splits = {s: tuple(p.id for p in problems if split_of(p) == s)
-              for s in ("train", "validation", "test")}
+    splits = {
+        s: tuple(p.id for p in problems if split_of(p) == s)
+        for s in ("train", "validation", "test")
+    }
     return by_id, splits
 
 
@@ -127,6 +136,7 @@ class CodeEnv(TextEnv):
     metadata: ClassVar[dict[str, Any]] = {
         "render_modes": ["human", "ansi"],
         "name": "code_v0",
+        "render_fps": 1,
         "is_parallelizable": True,
     }
     roles: ClassVar[dict[str, tuple[str, ...]]] = {
@@ -216,7 +226,7 @@ class CodeEnv(TextEnv):
         return dict(self._notes).get(agent, "")
 
     def _set_note(self, agent: str, note: str) -> None:
-        self._notes = tuple((a, n) for a, n in self._notes if a != agent) + ((agent, note),)
+        self._notes = (*((a, n) for a, n in self._notes if a != agent), (agent, note))
 
     def _feedback_cases(self) -> tuple[Case, ...]:
         return self.cases if self.mode == "mas" else self._problem.public
@@ -230,12 +240,16 @@ class CodeEnv(TextEnv):
         p = self._problem
         code = prompts.extract_code(text)
         if code is None:
-            reason = (
-                "no program found: put the complete program in a ```python code block"
-            )
+            reason = "no program found: put the complete program in a ```python code block"
             self._set_note("coder", f"Your last answer was not used: {reason}.")
-            return Outcome(self.format_penalty, self.pass_rate, self.success, parsed=False,
-                           reason=reason, info={"pass_rate": self.pass_rate})
+            return Outcome(
+                self.format_penalty,
+                self.pass_rate,
+                self.success,
+                parsed=False,
+                reason=reason,
+                info={"pass_rate": self.pass_rate},
+            )
         feedback = self._feedback_cases()
         req = Request(code, p.tests + feedback, p.fn_name, p.setup)
         results = run_requests([req], self.limits)[0]
@@ -247,20 +261,34 @@ class CodeEnv(TextEnv):
         self._set_note("coder", "")
         success = passed == len(hidden)
         done = self.mode == "single" and all(r.passed for r in fb)
-        info = {"pass_rate": self.pass_rate, "hidden_passed": passed, "hidden_total": len(hidden),
-                "cases_passed": sum(r.passed for r in fb), "cases_total": len(fb)}
+        info = {
+            "pass_rate": self.pass_rate,
+            "hidden_passed": passed,
+            "hidden_total": len(hidden),
+            "cases_passed": sum(r.passed for r in fb),
+            "cases_total": len(fb),
+        }
         return Outcome(self.pass_rate, self.pass_rate, success, done=done, info=info)
 
     def _apply_tester(self, text: str) -> Outcome:
         p = self._problem
         cases, ignored = prompts.parse_cases(text, p, self.max_cases)
         if not cases:
-            fmt = ("**Test Input:** / **Test Output:** blocks" if p.kind == "stdio"
-                   else f"`assert {p.fn_name}(...) == ...` lines with literal values")
+            fmt = (
+                "**Test Input:** / **Test Output:** blocks"
+                if p.kind == "stdio"
+                else f"`assert {p.fn_name}(...) == ...` lines with literal values"
+            )
             reason = f"no test case found: write each case as {fmt}"
             self._set_note("tester", f"Your last answer was not used: {reason}.")
-            return Outcome(self.format_penalty, self.pass_rate, self.success, parsed=False,
-                           reason=reason, info={"pass_rate": self.pass_rate})
+            return Outcome(
+                self.format_penalty,
+                self.pass_rate,
+                self.success,
+                parsed=False,
+                reason=reason,
+                info={"pass_rate": self.pass_rate},
+            )
         reqs = []
         if p.reference:
             reqs.append(Request(p.reference, tuple(cases), p.fn_name, p.setup))
@@ -282,9 +310,14 @@ class CodeEnv(TextEnv):
         note = f"Only your first {self.max_cases} cases were used." if ignored else ""
         self._set_note("tester", note)
         local = 0.5 * valid_frac + 0.5 * agree
-        info = {"pass_rate": self.pass_rate, "valid": valid_frac, "agree": agree,
-                "cases": len(cases), "cases_ignored": ignored,
-                "cases_passed": sum(r.passed for r in prog) if prog is not None else 0}
+        info = {
+            "pass_rate": self.pass_rate,
+            "valid": valid_frac,
+            "agree": agree,
+            "cases": len(cases),
+            "cases_ignored": ignored,
+            "cases_passed": sum(r.passed for r in prog) if prog is not None else 0,
+        }
         return Outcome(local, self.pass_rate, self.success, done=done, info=info)
 
     def _validity(
@@ -366,9 +399,11 @@ class CodeEnv(TextEnv):
         if self.problem is None:
             return "code_v0 (not reset)"
         p = self.problem
-        head = (f"problem {p.id} [{p.kind}, {p.difficulty or 'unrated'}] turn "
-                f"{self.turn}/{self.max_turns} hidden pass rate {self.pass_rate:.2f} "
-                f"success={self.success}")
+        head = (
+            f"problem {p.id} [{p.kind}, {p.difficulty or 'unrated'}] turn "
+            f"{self.turn}/{self.max_turns} hidden pass rate {self.pass_rate:.2f} "
+            f"success={self.success}"
+        )
         prog = self.program if self.program is not None else "(no program)\n"
         cases = f"{len(self.cases)} tester cases" if self.mode == "mas" else ""
         return f"{head}\n{clean_text(prog[:2000])}{cases}"

@@ -1,8 +1,8 @@
 """The test harness that runs inside the sandbox: one program, many test cases, one process.
 
 This file is *source*: :mod:`mas_envs.code.judge` sends its text to the sandbox as the program to
-run, with a JSON spec on stdin. It is also importable (its functions are pure Python), which keeps it
-linted and lets tests read it, but the env never executes it in its own process.
+run, with a JSON spec on stdin. It is also importable (its functions are pure Python), which keeps
+it linted and lets tests read it, but the env never executes it in its own process.
 
 Why one sandbox process per batch: starting an isolated interpreter costs tens of milliseconds,
 a problem has 10-50 hidden tests, and a training step runs thousands of programs. The harness
@@ -27,6 +27,7 @@ value) and ``err`` (the tail of stderr or the error message).
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import select
@@ -95,9 +96,10 @@ def _child(code: Any, test: dict[str, Any], spec: dict[str, Any], res_fd: int) -
             status = 1
             if isinstance(e.code, str):
                 print(e.code, file=sys.stderr)
-    except BaseException:
+    except BaseException as e:
         status = 1
-        traceback.print_exc()
+        # Skip this harness frame: the traceback starts in the program.
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -152,10 +154,8 @@ def run_one(code: Any, test: dict[str, Any], spec: dict[str, Any]) -> dict[str, 
         if status:
             break
     if status:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-        except OSError:
-            pass
     for fd in list(fds):
         os.close(fd)
     _, wstatus = os.waitpid(pid, 0)

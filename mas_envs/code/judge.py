@@ -13,10 +13,11 @@ the result its original got).
 
 Comparison (:func:`outputs_match`, :func:`values_match`) happens here, never in the sandbox:
 * ``stdio``: whitespace-separated tokens must be equal; two tokens that both parse as numbers, one
-  of them not an integer, are equal within 1e-6 (relative or absolute). Trailing whitespace and blank
-  lines never matter; letter case does.
+  of them not an integer, are equal within 1e-6 (relative or absolute). Trailing whitespace and
+  blank lines never matter; letter case does.
 * ``call``: Python equality of plain values, lists and tuples interchangeable (JSON-sourced tests
-  have no tuples), floats within 1e-6.
+  have no tuples), ints and floats compared as numbers with floats within 1e-6, but a bool equals
+  only a bool (``True`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ def outputs_match(got: str, expected: str) -> bool:
     a, b = got.split(), expected.split()
     if len(a) != len(b):
         return False
-    for x, y in zip(a, b):
+    for x, y in zip(a, b, strict=True):
         if x == y:
             continue
         if _is_int_token(x) and _is_int_token(y):
@@ -126,6 +127,8 @@ def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
     """Whether two plain values are equal (lists = tuples; floats within 1e-6)."""
     if depth > 100:
         return False
+    if isinstance(got, bool) != isinstance(expected, bool):
+        return False  # True is not 1 here: a bool answer is not a number
     if isinstance(expected, float) or isinstance(got, float):
         if isinstance(got, bool) or isinstance(expected, bool):
             return got == expected
@@ -137,15 +140,13 @@ def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
     seq = (list, tuple)
     if isinstance(got, seq) and isinstance(expected, seq):
         return len(got) == len(expected) and all(
-            values_match(g, e, depth + 1) for g, e in zip(got, expected)
+            values_match(g, e, depth + 1) for g, e in zip(got, expected, strict=True)
         )
     if isinstance(got, dict) and isinstance(expected, dict):
         return got.keys() == expected.keys() and all(
             values_match(got[k], expected[k], depth + 1) for k in expected
         )
-    if type(got) is not type(expected) and not (
-        isinstance(got, int) and isinstance(expected, int)
-    ):
+    if type(got) is not type(expected) and not (isinstance(got, int) and isinstance(expected, int)):
         return False
     try:
         return bool(got == expected)
@@ -281,11 +282,11 @@ def run_requests(
     if todo:
         _run_batches(todo, raw, requests, limits)
     out = []
-    for req, row in zip(requests, raw):
+    for req, row in zip(requests, raw, strict=True):
         out.append(
             tuple(
                 judge(case, *(res or ("sandbox_error", "", "no result")))
-                for case, res in zip(req.cases, row)
+                for case, res in zip(req.cases, row, strict=True)
             )
         )
     return out
@@ -324,7 +325,7 @@ def _run_batches(
             )
         )
     results = run_many(jobs)
-    for (r, req, batch), res in zip(todo, results):
+    for (r, req, batch), res in zip(todo, results, strict=True):
         found = _parse_report(res.stdout, len(batch))
         if res.verdict == Verdict.ok:
             lost = ("sandbox_error", "", "the harness reported no result for this case")

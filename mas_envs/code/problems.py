@@ -43,8 +43,14 @@ __all__ = [
 
 DATA_DIR = Path(__file__).with_name("data")
 BUILTIN_PATH = DATA_DIR / "builtin.jsonl"
-SPLIT_NAMES = {"train": "train", "validation": "validation", "valid": "validation",
-               "val": "validation", "dev": "validation", "test": "test"}
+SPLIT_NAMES = {
+    "train": "train",
+    "validation": "validation",
+    "valid": "validation",
+    "val": "validation",
+    "dev": "validation",
+    "test": "test",
+}
 
 
 class ProblemFormatError(ValueError):
@@ -124,7 +130,9 @@ def load_problems(source: str | Path, *, file_split: str | None = None) -> tuple
         raise ProblemFormatError(f"{source}: no problems found")
     if file_split is not None:
         if file_split not in ("train", "validation", "test"):
-            raise ValueError(f"file_split must be 'train', 'validation' or 'test', got {file_split!r}")
+            raise ValueError(
+                f"file_split must be 'train', 'validation' or 'test', got {file_split!r}"
+            )
         problems = tuple(_with_split(p, file_split) for p in problems)
     ids = [p.id for p in problems]
     if len(set(ids)) != len(ids):
@@ -281,6 +289,10 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+def _lines_block(text: str) -> str:
+    return "\n" + "\n".join(line.strip() for line in text.strip().splitlines()) + "\n"
+
+
 def _apps(rec: _Record) -> Problem:
     question = rec.get("question", str)
     io_spec = rec.json_field("input_output")
@@ -295,18 +307,28 @@ def _apps(rec: _Record) -> Problem:
     fn_name = io_spec.get("fn_name")
     pid = rec.data.get("problem_id", rec.data.get("id", rec.index))
     tests: list[Case] = []
-    for i, (inp, out) in enumerate(zip(inputs, outputs)):
+    for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
         if fn_name:
             if not isinstance(inp, list):
-                raise rec.error("input_output", f"inputs[{i}] of a call-based problem is not a list")
+                raise rec.error(
+                    "input_output", f"inputs[{i}] of a call-based problem is not a list"
+                )
             # APPS wraps a call's expected value in a one-element list.
             exp = out[0] if isinstance(out, list) and len(out) == 1 else out
             tests.append(Case("call", repr(tuple(inp)), repr(exp)))
         else:
             tests.append(Case("stdio", _text(inp), _text(out)))
-    # Examples shown in the statement are the tests whose input appears in it verbatim.
-    public = tuple(t for t in tests if t.kind == "stdio" and t.input.strip()
-                   and t.input.strip() in question)
+    # Examples shown in the statement: tests whose input and output lines both appear in it as
+    # whole lines (APPS has no separate public tests; its statements embed the examples).
+    shown = _lines_block(question)
+    public = tuple(
+        t
+        for t in tests
+        if t.kind == "stdio"
+        and t.input.strip()
+        and _lines_block(t.input) in shown
+        and _lines_block(t.expected) in shown
+    )
     level = {"introductory": "easy", "interview": "medium", "competition": "hard"}
     return Problem(
         id=f"apps/{pid}",
@@ -330,7 +352,7 @@ def _cc_tests(rec: _Record, field: str) -> list[Case]:
     inputs, outputs = spec.get("input", []), spec.get("output", [])
     if not isinstance(inputs, list) or not isinstance(outputs, list) or len(inputs) != len(outputs):
         raise rec.error(field, "'input' and 'output' must be lists of equal length")
-    return [Case("stdio", str(i), str(o)) for i, o in zip(inputs, outputs)]
+    return [Case("stdio", str(i), str(o)) for i, o in zip(inputs, outputs, strict=True)]
 
 
 def _codecontests(rec: _Record) -> Problem:
@@ -339,10 +361,10 @@ def _codecontests(rec: _Record) -> Problem:
     sols = rec.get("solutions", dict, {})
     langs, codes = sols.get("language", []), sols.get("solution", [])
     # Language 3 is PYTHON3 in CodeContests' enum.
-    reference = next((str(c) for lang, c in zip(langs, codes) if lang == 3), "")
+    reference = next((str(c) for lang, c in zip(langs, codes, strict=False) if lang == 3), "")
     diff = rec.data.get("difficulty")
     level = ""
-    if isinstance(diff, int) and diff > 0:  # 1-6: EASY..HARD / A-F: Codeforces letters
+    if isinstance(diff, int) and diff > 0 and diff != 6:  # 1-5 EASY..HARDEST, 7+ letters A, B..
         level = "easy" if diff in (1, 7, 8) else "medium" if diff in (2, 9, 10) else "hard"
     return Problem(
         id=f"codecontests/{rec.data.get('name') or rec.index}",
@@ -501,6 +523,9 @@ def _humaneval_problem(task: dict[str, Any]) -> Problem:
                 args = tuple(ast.literal_eval(a) for a in call.args)
                 if not call.keywords:
                     public.append(Case("call", repr(args), repr(want)))
+    # A few docstring examples are wrong (HumanEval/47): drop those that a test contradicts.
+    truth = {t.input: t.expected for t in tests if t.kind == "call"}
+    public = [c for c in public if truth.get(c.input, c.expected) == c.expected]
     return Problem(
         id=task["task_id"].replace("HumanEval/", "humaneval/"),
         statement=task["prompt"],

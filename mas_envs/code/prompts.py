@@ -3,9 +3,10 @@
 Code extraction (:func:`extract_code`), in order:
 
 1. Drop reasoning: everything up to the last ``</think>``; an unclosed ``<think>`` means no answer.
-2. Fenced blocks (```` ```python ````, ```` ```py ````, ```` ```python3 ```` or a bare ```` ``` ````)
-   that are closed: the LAST one is the program (models often show a draft, then the final
-   version). Blocks tagged with another language (```` ```text ````, ```` ```bash ````) are skipped.
+2. Fenced blocks (```` ```python ````, ```` ```py ````, ```` ```python3 ```` or a bare
+   ```` ``` ````) that are closed: the LAST one is the program (models often show a draft, then
+   the final version). Blocks tagged with another language (```` ```text ````, ```` ```bash ````)
+   are skipped.
 3. An unclosed block at the end (a cut-off answer): its text, if nothing closed came before.
 4. No fence at all: the whole text, if it compiles as Python (a bare program); else nothing.
 
@@ -238,7 +239,9 @@ def _arity(problem: Problem) -> int:
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == problem.fn_name:
             n = len(node.args.args)
-            return max(1, n - 1) if node.args.args and node.args.args[0].arg == "self" else max(1, n)
+            return (
+                max(1, n - 1) if node.args.args and node.args.args[0].arg == "self" else max(1, n)
+            )
     return 1
 
 
@@ -308,7 +311,7 @@ def _case_report(problem: Problem, cases: Sequence[Case], results: Sequence[Case
     passed = sum(r.passed for r in results)
     lines = [f"{passed} of {len(cases)} test cases passed."]
     shown = 0
-    for i, (c, r) in enumerate(zip(cases, results), 1):
+    for i, (c, r) in enumerate(zip(cases, results, strict=True), 1):
         if r.passed:
             continue
         if shown == MAX_SHOWN_CASES:

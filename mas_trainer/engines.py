@@ -190,15 +190,21 @@ class TransformersEngine:
     ) -> list[Completion]:
         from transformers import DynamicCache
 
-        n, width = len(prompts), max(len(p) for p in prompts)
-        ids = torch.full((n, width), self.pad_id, dtype=torch.long)
-        attn = torch.zeros((n, width), dtype=torch.long)
-        for row, p in enumerate(prompts):
+        n = len(prompts)
+        # Tree rollouts send each prompt K times: prefill every distinct prompt once, then give
+        # each row a copy of its prompt's KV cache (decoding still samples every row on its own).
+        distinct: dict[tuple[int, ...], int] = {}
+        source = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
+        unique = [list(p) for p in distinct]
+        u, width = len(unique), max(len(p) for p in unique)
+        ids = torch.full((u, width), self.pad_id, dtype=torch.long)
+        attn = torch.zeros((u, width), dtype=torch.long)
+        for row, p in enumerate(unique):
             ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             attn[row, width - len(p) :] = 1
         ids, attn = ids.to(self.device), attn.to(self.device)
         # Left padding shifts tokens right; positions count real tokens only, as in training.
-        pos = (attn.cumsum(-1) - 1).clamp(min=0)  # (n, width)
+        pos = (attn.cumsum(-1) - 1).clamp(min=0)  # (u, width)
         cache = DynamicCache(config=self.model.config)
         out = self.model(
             input_ids=ids,
@@ -208,8 +214,12 @@ class TransformersEngine:
             logits_to_keep=1,
             **{self._cache_kwarg: cache},
         )
-        logits = out.logits[:, -1]  # (n, V)
-        next_pos = pos[:, -1] + 1  # (n,)
+        logits = out.logits[:, -1]  # (u, V)
+        next_pos = pos[:, -1] + 1  # (u,)
+        if u < n:
+            expand = torch.tensor(source, device=self.device)  # (n,) row -> distinct prompt
+            cache.batch_select_indices(expand)
+            logits, attn, next_pos = logits[expand], attn[expand], next_pos[expand]
         rows = torch.arange(n, device=self.device)  # original row of each active row
         tokens: list[list[int]] = [[] for _ in range(n)]
         logps: list[list[float]] = [[] for _ in range(n)]

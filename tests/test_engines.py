@@ -164,3 +164,24 @@ def test_sampling_params_validation() -> None:
     model, tok = build_tiny_model("tiny")
     with pytest.raises(ValueError, match="at least one token"):
         TransformersEngine(model, tok).generate([[]], SamplingParams())
+
+
+def test_duplicate_prompts_are_prefilled_once_and_sampled_independently() -> None:
+    model, tok = build_tiny_model("tiny", seed=6)
+    p, q = _prompts(tok, 7)[5:7]
+    prompts = [p] * 4 + [q] * 4
+    shapes: list[tuple[int, ...]] = []
+    hook = model.model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    params = SamplingParams(max_tokens=16)
+    try:
+        out = TransformersEngine(model, tok).generate(prompts, params, seed=0)
+    finally:
+        hook.remove()
+    assert shapes[0] == (2, max(len(p), len(q)))  # one prefill row per distinct prompt
+    assert shapes[1][0] == 8  # then every copy decodes on its own
+    assert len({tuple(c.token_ids) for c in out[:4]}) > 1
+    recomputed = _learner_logprobs(model, tok, prompts, out, params)
+    for c, lp in zip(out, recomputed, strict=True):
+        assert c.logprobs == pytest.approx(lp, abs=1e-4)

@@ -567,3 +567,22 @@ def test_rgb_render_draws_clues_and_fills_differently():
     assert (env.render() == blue).all(axis=2).any()
     text_env = make_env(render_mode="ansi")
     assert format_grid(text_env.puzzle, 4, boxes=True) in text_env.render()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" + "[1]    " * 40 + "x",  # once made the fill-list regex backtrack exponentially
+        "[" + "[1, 2, 3]  ,  " * 2000 + "x",
+        "1 " * 300_000,
+        "[" * 100_000 + "1",
+        "(1,2,3" * 50_000,
+        "#### " + "1 2 3 4\n" * 100_000,
+        "Row 1: " * 50_000,
+        "```" + "\n1" * 100_000,
+        "####\n\ud800\x00\u202e 1 2 3 4",
+    ],
+)
+def test_parser_rejects_hostile_text_quickly(text):
+    parsed = parse_answer(text, 4)
+    assert parsed.grid is None and parsed.fills is None and parsed.reason

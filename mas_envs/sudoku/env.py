@@ -229,7 +229,7 @@ class SudokuEnv(TextEnv):
         if agent == "tool":
             self._proposal = (self.turn, new, reason)
             return Outcome(reward, parsed=new is not None, reason=reason, info=info)
-        if reason:
+        if new is None or reason:
             note = ("not read: " if new is None else "rejected: ") + reason
             self._history = (*self._history, (self.turn, self._board, None, note))
             return Outcome(reward, parsed=new is not None, reason=reason, info=info)

@@ -11,7 +11,8 @@ Answers come in two forms (the prompt promises both, with 1-based rows and colum
 
 The answer is read from the text after the last ``####`` line; without one, from the last
 fenced code block; without one, from the last fill list or the last block of grid rows in the
-text. ``<think>...</think>`` is skipped. Anything else is a format error with a reason.
+text (so without ``####`` an answer needs a digit). ``<think>...</think>`` is skipped. Anything
+else is a format error with a reason.
 """
 
 from __future__ import annotations
@@ -97,10 +98,13 @@ class Parsed(NamedTuple):
     reason: str
 
 
+_DIGIT = re.compile(r"[0-9]")
 _FENCE = re.compile(r"```[^\n`]*\n?(.*?)```", re.DOTALL)
 _FENCE_MARK = re.compile(r"```[^\n`]*")
 _GROUP = re.compile(r"[\[(]([^\[\]()]*)[\])]")
-_FILL_LIST = re.compile(r"\[\s*(?:[\[(][^\[\]()]*[\])]\s*,?\s*)+\]")
+# Unambiguous between groups (no two adjacent ``\s*``), so a failed match cannot backtrack
+# exponentially on hostile text.
+_FILL_LIST = re.compile(r"\[\s*(?:[\[(][^\[\]()]*[\])]\s*(?:,\s*)?)+\]")
 _TOKENS = re.compile(r"[^\s,;]+")
 _ROW = re.compile(r"[0-9._]+")
 _ROWS_ONLY = {n: re.compile(f"[0-{n}._\\n]*") for n in SIZES}
@@ -203,6 +207,8 @@ def parse_answer(text: str, n: int) -> Parsed:
         text = text.rsplit("</think>", 1)[1]
     if "####" in text:
         region = text.rsplit("####", 1)[1]
+    elif not _DIGIT.search(text):  # prose without any answer: the common format error
+        return _fail("no grid or fill list found", n)
     else:
         fences = _FENCE.findall(text)
         if fences:
@@ -212,7 +218,7 @@ def parse_answer(text: str, n: int) -> Parsed:
             if lists:
                 groups = _GROUP.findall(lists[-1])
                 tokenized = [_TOKENS.findall(g) for g in groups]
-                if any(len(t) == 3 for t in tokenized):
+                if 3 in map(len, tokenized):
                     return _fills(groups, tokenized, n)
             return _grid(text, n)
     if "`" in region:
@@ -220,6 +226,6 @@ def parse_answer(text: str, n: int) -> Parsed:
     if "[" in region or "(" in region:
         groups = _GROUP.findall(region)
         tokenized = [_TOKENS.findall(g) for g in groups]
-        if any(len(t) == 3 for t in tokenized):
+        if 3 in map(len, tokenized):
             return _fills(groups, tokenized, n)
     return _grid(region, n)

@@ -546,6 +546,15 @@ def test_tool_rewards(sandbox):
     assert env.infos["tool"]["parsed"] is False
 
 
+def test_long_output_keeps_its_last_line_as_answer_and_shows_the_tail(sandbox):
+    env = _env("arith/1/0")  # -33
+    env.step(_code("for i in range(5000):\n    print(i)\nprint(56 - 89)"))
+    assert env.infos["tool"]["answer"] == "-33" and env.infos["tool"]["correct"]
+    prompt = env.observe("reasoner")["prompt"]
+    assert "(truncated) ...\n" in prompt and prompt.count("\n") < 1000
+    assert "4999\n-33\n" in prompt
+
+
 def test_program_output_parsing():
     assert program_answer("working...\n  42  \n\n") == "42"
     assert program_answer("x = \\boxed{\\frac{1}{2}}\ndone") == "\\frac{1}{2}"

@@ -87,7 +87,8 @@ from mas_envs.spaces import clean_text
 
 __all__ = ["MathEnv"]
 
-_EXEC_CACHE_SIZE = 4096
+_EXEC_CACHE_SIZE = 1024
+_MAX_CACHED_CODE = 32_000
 _SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation", "test": "test"}
 
 
@@ -303,7 +304,7 @@ class MathEnv(TextEnv):
                 info={"answer": None, "correct": False, "verdict": ""},
             )
         run = self._run(parsed.value)
-        answer = prompts.program_answer(run.stdout) if run.verdict == "ok" else None
+        answer = run.answer
         tool = self._tool = ToolTurn(self.turn, parsed.value, run, answer)
         self._log("tool", prompts.printed(tool))
         correct = answer is not None and answers_equal(self.problem.answer, answer)
@@ -386,8 +387,13 @@ class MathEnv(TextEnv):
         result = run_python(code, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb)
         verdict = result.verdict.value
         stderr = result.stderr.strip().splitlines()
-        run = ToolRun(verdict, result.stdout, "\n".join(stderr[-5:]))
-        if verdict != "sandbox_error":  # an infrastructure hiccup is worth retrying
+        answer = prompts.program_answer(result.stdout) if verdict == "ok" else None
+        run = ToolRun(
+            verdict, result.stdout[-prompts.MAX_OUTPUT_KEEP :], "\n".join(stderr[-5:]), answer
+        )
+        # Not cached: an infrastructure hiccup (worth retrying), and very long programs (the
+        # cache holds at most _EXEC_CACHE_SIZE entries of at most _MAX_CACHED_CODE characters).
+        if verdict != "sandbox_error" and len(code) <= _MAX_CACHED_CODE:
             if len(self._exec_cache) >= _EXEC_CACHE_SIZE:
                 self._exec_cache.clear()
             self._exec_cache[code] = run

@@ -30,6 +30,7 @@ __all__ = [
 MAX_CODE_ECHO = 4000
 MAX_OUTPUT_ECHO = 2000
 MAX_ANSWER_ECHO = 200
+MAX_OUTPUT_KEEP = 4000
 
 TOOL_SYSTEM = (
     "You are the tool agent of a team that solves math problems. You write a short Python "
@@ -69,13 +70,16 @@ class ToolRun(NamedTuple):
 
     Attributes:
         verdict: The sandbox verdict name (``"ok"``, ``"runtime_error"``, ``"timeout"``, ...).
-        stdout: Its output, capped for display.
+        stdout: The tail of its output (at most :data:`MAX_OUTPUT_KEEP` characters): the answer
+            is on the last line, and the sandbox allows megabytes that a cache should not hold.
         error: The last lines of stderr (or why nothing ran); empty when all went well.
+        answer: The answer it printed (:func:`program_answer` of the whole output), if any.
     """
 
     verdict: str
     stdout: str
     error: str
+    answer: str | None
 
 
 class ToolTurn(NamedTuple):
@@ -129,6 +133,12 @@ def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "\n... (truncated)"
 
 
+def _cap_tail(text: str, limit: int) -> str:
+    """The end of ``text`` (where a program prints its answer), cleaned, within ``limit``."""
+    text = clean_text(text)
+    return text if len(text) <= limit else "(truncated) ...\n" + text[-(limit - 20) :]
+
+
 def show_answer(ans: str | None) -> str:
     """An answer as agents see it: ``\\boxed{...}`` (capped), or ``(no answer)``."""
     return "(no answer)" if ans is None else f"\\boxed{{{_cap(ans, MAX_ANSWER_ECHO)}}}"
@@ -140,7 +150,7 @@ def tool_result_text(tool: ToolTurn) -> str:
     if run is None:
         return "The tool agent wrote no runnable program."
     if run.verdict == "ok" and tool.answer is not None:
-        shown = f"Its output:\n{_cap(run.stdout.strip(), MAX_OUTPUT_ECHO)}"
+        shown = f"Its output:\n{_cap_tail(run.stdout.strip(), MAX_OUTPUT_ECHO)}"
     elif run.verdict == "ok":
         shown = "It printed nothing usable as an answer."
     else:

@@ -362,6 +362,27 @@ def test_clones_share_results_without_rerunning(monkeypatch):
     assert env.infos["coder"] == twin.infos["coder"]
 
 
+def test_prefetch_runs_k_candidates_in_one_call_then_steps_only_read(monkeypatch):
+    env = _code_env()
+    env.reset(options={"problem_id": "builtin/sum-two"})
+    candidates = [_fence(f"a, b = map(int, input().split())\nprint(a + b + {k})") for k in range(4)]
+    calls = []
+    real = judge_mod._run_batches
+    monkeypatch.setattr(judge_mod, "_run_batches", lambda *a: calls.append(len(a[0])) or real(*a))
+    env.prefetch([*candidates, candidates[0], "no code"], "coder")
+    assert calls == [4]  # one pooled call, one job per distinct program
+    rewards = []
+    for text in candidates:
+        branch = env.clone()
+        branch.step(text)
+        rewards.append(branch.rewards["coder"])
+    assert calls == [4] and rewards[0] == 2.0 and max(rewards[1:]) < 2.0
+    env.step(candidates[0])
+    # Two candidates with the same input (new to the cache): reference and program run it once.
+    env.prefetch([CATCHES.replace("2 3", "7 9"), INVALID.replace("2 3", "7 9")], "tester")
+    assert calls[1] == 2
+
+
 def test_oracle_solves_in_one_turn_on_every_split():
     for split in ("train", "validation", "test"):
         env = _code_env(split=split)

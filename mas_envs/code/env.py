@@ -340,6 +340,33 @@ class CodeEnv(TextEnv):
                 out.append(ok_a and ok_b and values_match(a, b))
         return out
 
+    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
+        """Run the programs that ``texts`` (candidate answers of ``agent``) would run, at once.
+
+        A tree rollout samples K answers for one agent and steps K clones with them; each step
+        would call the sandbox on its own. ``prefetch`` runs all of them in one pooled sandbox
+        call and fills the result cache, so the K steps that follow only read it. It changes no
+        state; stepping without it gives the same results, just later.
+        """
+        agent = agent or self.agent_selection
+        p = self._problem
+        reqs: list[Request] = []
+        for text in texts:
+            if not isinstance(text, str) or len(text) > self.max_action_chars:
+                continue
+            if agent == "coder":
+                code = prompts.extract_code(text)
+                if code is not None:
+                    reqs.append(Request(code, p.tests + self._feedback_cases(), p.fn_name, p.setup))
+                continue
+            cases = tuple(prompts.parse_cases(text, p, self.max_cases)[0])
+            if cases and p.reference:
+                reqs.append(Request(p.reference, cases, p.fn_name, p.setup))
+            if cases and self.program is not None:
+                reqs.append(Request(self.program, cases, p.fn_name, p.setup))
+        if reqs:
+            run_requests(reqs, self.limits)
+
     # ------------------------------------------------------------------ text
 
     def _system(self, agent: str) -> str:

@@ -268,19 +268,28 @@ def run_requests(
     """
     raw: list[list[tuple[str, str, str] | None]] = []
     todo: list[tuple[int, Request, list[tuple[int, Case]]]] = []
+    first: dict[bytes, tuple[int, int]] = {}  # each (program, input) runs once per call
+    copies: list[tuple[int, int, tuple[int, int]]] = []
     for r, req in enumerate(requests):
         row: list[tuple[str, str, str] | None] = []
         missing: list[tuple[int, Case]] = []
         for c, case in enumerate(req.cases):
-            hit = CACHE.get(_key(req, case, limits))
+            key = _key(req, case, limits)
+            hit = CACHE.get(key)
             row.append(hit)
             if hit is None:
-                missing.append((c, case))
+                if key in first:
+                    copies.append((r, c, first[key]))
+                else:
+                    first[key] = (r, c)
+                    missing.append((c, case))
         raw.append(row)
         for batch in _batches(missing, limits) if missing else []:
             todo.append((r, req, batch))
     if todo:
         _run_batches(todo, raw, requests, limits)
+    for r, c, (r0, c0) in copies:
+        raw[r][c] = raw[r0][c0]
     out = []
     for req, row in zip(requests, raw, strict=True):
         out.append(

@@ -361,6 +361,9 @@ def coder_prompt(
         parts.append(
             f"## Your program on the {cases_by}\n\n{_case_report(problem, cases, results)}\n"
         )
+    elif cases:
+        shown = _clip(format_cases(problem, cases), MAX_PROGRAM)
+        parts.append(f"## The {cases_by}\n\n{shown}\n")
     if note:
         parts.append(f"## Note\n\n{clean_text(note)}\n")
     ask = "Write" if program is None else "Fix or improve your program if needed, and write"

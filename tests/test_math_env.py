@@ -121,6 +121,8 @@ def test_unequal_answers_are_told_apart(backend, gold, pred):
         "\\frac{",
         "\ud800",
         "}}}{{{",
+        "(10^{10})!",
+        "\\binom{100000000}{50000000}",
     ],
 )
 def test_hostile_answers_are_wrong_fast_and_safe(backend, hostile):

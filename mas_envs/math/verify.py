@@ -46,7 +46,8 @@ _INT = re.compile(r"[+-]?\d+")
 _NUM = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)")
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
 _TOWER = re.compile(r"(\^|\*\*)\s*[({]?[^^*]{0,40}(\^|\*\*)")
-_BIG_FACTORIAL = re.compile(r"\d{3,}\s*!")
+_BIG_FACTORIAL = re.compile(r"(\d{3,}|[)}\]])\s*!")
+_BIG_BINOMIAL = re.compile(r"(binom|choose|C\().*\d{4,}")
 _BIG_POWER = re.compile(r"(\^|\*\*)\s*[({]?\s*\d{4,}")
 _TEXT_CMD = re.compile(r"\\(?:text|textbf|mathrm|mbox|operatorname)\s*\{([^{}]*)\}")
 _VAR_PREFIX = re.compile(r"^[a-zA-Z]\s*=\s*(?=[^=])")
@@ -131,7 +132,8 @@ def _rational(s: str) -> Fraction | None:
 
 
 def _too_costly(s: str) -> bool:
-    return bool(_TOWER.search(s) or _BIG_FACTORIAL.search(s) or _BIG_POWER.search(s))
+    """Whether evaluating ``s`` could take sympy arbitrarily long (towers, huge factorials...)."""
+    return any(p.search(s) for p in (_TOWER, _BIG_FACTORIAL, _BIG_POWER, _BIG_BINOMIAL))
 
 
 def answers_equal(gold: str, pred: str, backend: str | None = None) -> bool:

@@ -716,3 +716,16 @@ def test_real_sandbox_correct_program_succeeds_and_subtly_wrong_fails():
     assert env.infos["tool"]["answer"] == "151" and env.infos["tool"]["local_reward"] == 0.0
     env.step("\\boxed{151}")
     assert not env.success and env.terminations["tool"]
+
+
+def test_without_math_verify_the_sympy_fallback_grades(monkeypatch):
+    from mas_envs.math.verify import default_backend
+
+    monkeypatch.setitem(sys.modules, "math_verify", None)  # makes `import math_verify` fail
+    assert default_backend() == "sympy"
+    env = _env("algebra/5/3", mode="single")  # \frac{-3 + \sqrt{233}}{8}
+    env.step("\\boxed{\\dfrac{\\sqrt{233}-3}{8}}")
+    assert env.success
+    env = _env("algebra/5/3", mode="single")
+    env.step("\\boxed{\\frac{3 + \\sqrt{233}}{8}}")
+    assert not env.success and env.infos["reasoner"]["local_reward"] == 0.0

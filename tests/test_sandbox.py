@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -289,6 +290,7 @@ def test_network_is_unreachable():
         port = server.getsockname()[1]
         code = f"""
 import socket
+import sys
 for addr in [("127.0.0.1", {port}), ("1.1.1.1", 53), ("10.0.0.1", 80)]:
     try:
         socket.create_connection(addr, timeout=2).close()
@@ -492,4 +494,34 @@ def test_fallback_fork_bomb_is_bounded_where_processes_are_limited(fallback):
     mark = _marker()
     res = run_python(f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20)
     assert int(res.stdout) < MAX_PROCESSES + 50
+    assert _survivors(mark) == []
+
+
+def test_a_sandbox_that_hangs_at_start_up_is_stopped(monkeypatch):
+    mark = _marker()
+    hang = [sys.executable, "-S", "-c", "import time; time.sleep(30)", mark]
+    monkeypatch.setattr(modes, "bwrap_command", lambda *args: hang)
+    monkeypatch.setattr(runner, "STARTUP_GRACE_S", 0.5)
+    mode = modes.Mode(bwrap="/usr/bin/bwrap", drop_uid=False, userns=False, cgroup=False)
+    res = runner._execute(mode, Job(code="print(1)", timeout_s=0.5))
+    assert res.verdict == Verdict.sandbox_error
+    assert "did not start" in res.stderr
+    assert res.wall_s < 10
+    assert _survivors(mark) == []
+
+
+def test_survivor_check_sees_a_live_marked_process():
+    # The leftover checks above are only worth something if they can see a survivor.
+    import subprocess
+
+    mark = _marker()
+    child = subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(30)", mark])
+    try:
+        deadline = time.monotonic() + 5  # the command line appears once exec has finished
+        while not _survivors(mark) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _survivors(mark) == [child.pid]
+    finally:
+        child.kill()
+        child.wait()
     assert _survivors(mark) == []

@@ -52,6 +52,8 @@ FILE_SIZE_LIMIT = 64 << 20
 OPEN_FILES = 256
 MEMORY_OVERHEAD = 64 << 20
 """The cgroup's memory limit is ``memory_mb`` plus this: bubblewrap and the tmpfs files."""
+STARTUP_GRACE_S = 10.0
+"""Seconds the sandbox set-up may take, on top of ``timeout_s`` (which starts with the program)."""
 UID_BASE = 2_000_000_000
 """Runs as root switch to uids from here on, a fresh one per run (never a real user's uid)."""
 
@@ -115,7 +117,8 @@ def run_many(jobs: Sequence[Job], *, max_workers: int | None = None) -> list[Exe
     if not jobs:
         return []
     if max_workers is None:
-        max_workers = len(os.sched_getaffinity(0))
+        usable = getattr(os, "sched_getaffinity", None)
+        max_workers = len(usable(0)) if usable else (os.cpu_count() or 1)
     if max_workers < 1:
         raise ValueError(f"max_workers must be >= 1, got {max_workers}")
     mode = _mode()  # detect (and warn) once, before the threads start
@@ -237,7 +240,12 @@ def _check(job: Job) -> None:
 
 
 def _memfd(name: str, data: bytes) -> int:
-    fd = os.memfd_create(name, 0)  # no MFD_CLOEXEC: the child inherits it
+    """An anonymous file holding ``data``, read from the start by the child."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create(name, 0)
+    else:  # not Linux: an unlinked temporary file does the same
+        fd, path = tempfile.mkstemp(prefix=name)
+        os.unlink(path)
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view) :]
@@ -266,7 +274,11 @@ def _rlimits(mode: modes.Mode, job: Job) -> list[tuple[str, int, int]]:
 def _count_own_processes() -> int:
     uid = os.getuid()
     count = 0
-    for entry in os.scandir("/proc"):
+    try:
+        entries = list(os.scandir("/proc"))
+    except OSError:  # no /proc (not Linux): assume a busy desktop user
+        return 1024
+    for entry in entries:
         if entry.name.isdigit():
             with contextlib.suppress(OSError):
                 count += entry.stat().st_uid == uid
@@ -385,8 +397,7 @@ def _spawn_and_wait(
     for fd in (status_w, spec_fd, stdin_fd):
         os.close(fd)
     try:
-        out, err, stopped = _collect(proc, group, start + job.timeout_s)
-        started = _read_status(status_r)
+        out, err, stopped, started = _collect(proc, group, status_r, job.timeout_s, start)
         oom = group.oom_kills() if group else 0
     finally:
         os.close(status_r)
@@ -398,22 +409,34 @@ def _spawn_and_wait(
 
 
 def _collect(
-    proc: subprocess.Popen[bytes], group: cgroup.RunCgroup | None, deadline: float
-) -> tuple[_Stream, _Stream, str | None]:
-    """Read both pipes until they close; stop the run at the deadline or the output limit."""
+    proc: subprocess.Popen[bytes],
+    group: cgroup.RunCgroup | None,
+    status_fd: int,
+    timeout_s: float,
+    start: float,
+) -> tuple[_Stream, _Stream, str | None, bool]:
+    """Read both pipes until they close; stop the run at the deadline or the output limit.
+
+    The wall-clock limit counts from the launcher's ``S`` (the program starts), so a loaded
+    machine's slow sandbox set-up never eats the program's time; the set-up itself gets
+    ``STARTUP_GRACE_S`` on top. Returns stdout, stderr, why we stopped the run (``"timeout"``,
+    ``"startup"``, ``"output"`` or ``None``) and whether the program started.
+    """
     assert proc.stdout is not None and proc.stderr is not None
     out = _Stream(STDOUT_LIMIT, 0, STDOUT_LIMIT)
     err = _Stream(STDERR_HEAD, STDERR_TAIL, STDERR_LIMIT)
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
     stopped: str | None = None
+    started = False
     exited_at: float | None = None
+    deadline = start + timeout_s + STARTUP_GRACE_S
     with selectors.DefaultSelector() as sel:
-        for fd in streams:
+        for fd in (*streams, status_fd):
             sel.register(fd, selectors.EVENT_READ)
         while streams:
             now = time.monotonic()
             if stopped is None and now >= deadline:
-                stopped = "timeout"
+                stopped = "timeout" if started else "startup"
                 _kill_all(proc, group)
             if exited_at is None and proc.poll() is not None:
                 # The main process is gone: nothing of the run may outlive it.
@@ -421,8 +444,16 @@ def _collect(
                 _kill_all(proc, group)
             if exited_at is not None and now - exited_at > 1.0:
                 break  # an escaped writer (rlimits-only mode) still holds the pipe
-            for key, _ in sel.select(max(0.0, min(deadline - now, 0.05))):
+            wait = min(deadline - now, 0.05) if stopped is None else 0.05
+            for key, _ in sel.select(max(0.001, wait)):
                 data = os.read(key.fd, 1 << 16)
+                if key.fd == status_fd:
+                    if data[:1] == b"S" and not started:
+                        started = True
+                        deadline = time.monotonic() + timeout_s
+                    if not data:
+                        sel.unregister(status_fd)
+                    continue
                 if not data:
                     sel.unregister(key.fd)
                     del streams[key.fd]
@@ -432,9 +463,11 @@ def _collect(
                 if stream.over and stopped is None:
                     stopped = "output"
                     _kill_all(proc, group)
+    if not started:
+        started = _read_status(status_fd)
     proc.stdout.close()
     proc.stderr.close()
-    return out, err, stopped
+    return out, err, stopped, started
 
 
 def _kill_all(proc: subprocess.Popen[bytes], group: cgroup.RunCgroup | None) -> None:
@@ -450,7 +483,7 @@ def _read_status(fd: int) -> bool:
     os.set_blocking(fd, False)
     try:
         return os.read(fd, 1) == b"S"
-    except BlockingIOError:
+    except (BlockingIOError, OSError):
         return False
 
 
@@ -475,10 +508,10 @@ def _result(
         code = -(code - 128)
     stdout, stderr, wall = out.text("stdout"), err.text("stderr"), _since(start)
     if not started:
-        if stopped == "timeout":
-            note = f"[mas-sandbox: the sandbox did not start within {job.timeout_s:g} s]"
-            return ExecResult(Verdict.timeout, None, stdout, _noted(stderr, note), wall)
-        note = f"[mas-sandbox: the sandbox failed before the program started (exit {returncode})]"
+        if stopped == "startup":
+            note = f"[mas-sandbox: the sandbox did not start within {wall:.1f} s]"
+        else:
+            note = f"[mas-sandbox: the sandbox failed before the program started ({returncode})]"
         return ExecResult(Verdict.sandbox_error, None, stdout, _noted(stderr, note), wall)
     note = ""
     if stopped == "output":

@@ -230,37 +230,39 @@ class TextEnv(AECEnv):
             )
         else:
             out = self._apply(agent, action)
-        reward = self.alpha * out.team_reward + out.local_reward
+        # One unpacking instead of seven attribute reads: step() is the hot path of rollouts.
+        local, team, success, done, parsed, reason, extra = out
+        reward = self.alpha * team + local
         rewards = self.rewards
         for a in rewards:
             rewards[a] = 0.0
         rewards[agent] = reward
-        cumulative = self._cumulative_rewards
-        cumulative[agent] = 0.0
-        for a in cumulative:
-            cumulative[a] += rewards[a]
-        self.success = out.success
+        # The acting agent's total restarts at its new reward; every other agent's reward is 0.0
+        # now, so their totals stay as they are.
+        self._cumulative_rewards[agent] = reward
+        self.success = success
         info = {
-            "team_reward": out.team_reward,
-            "local_reward": out.local_reward,
+            "team_reward": team,
+            "local_reward": local,
             "reward": reward,
-            "success": out.success,
+            "success": success,
             "turn": self.turn,
             "task_id": self.task_id,
-            "parsed": out.parsed,
-            "reason": out.reason,
+            "parsed": parsed,
+            "reason": reason,
         }
-        if out.info:
-            info.update(out.info)
+        if extra:
+            info.update(extra)
         self.infos[agent] = info
-        if agent == self._last_role:
+        last = agent == self._last_role
+        if last:
             self.turn += 1
-        if out.done or (agent == self._last_role and self.turn >= self.max_turns):
-            ended = self.terminations if out.done else self.truncations
+        if done or (last and self.turn >= self.max_turns):
+            ended = self.terminations if done else self.truncations
             for a in self.agents:
                 ended[a] = True
                 if a != agent:
-                    self.infos[a] = {**self.infos[a], "success": out.success}
+                    self.infos[a] = {**self.infos[a], "success": success}
         self.agent_selection = self._next_role[agent]
 
     def render(self) -> str | np.ndarray | None:

@@ -504,7 +504,7 @@ def test_livecodebench_loader_reads_plain_and_compressed_tests():
 
 
 def test_env_runs_on_a_file_without_references(tmp_path):
-    env = CodeEnv(problems=str(FIXTURES / "livecodebench.jsonl"), file_split="test", split="test")
+    env = CodeEnv(problems={"test": FIXTURES / "livecodebench.jsonl"}, split="test")
     env.reset(options={"problem_id": "livecodebench/abc001_a"})
     env.step(_fence("print(input()[::-1])"))
     assert env.success
@@ -574,9 +574,18 @@ def test_splits_are_disjoint_deterministic_and_cover_everything():
     assert {split_of(p) for p in BUILTIN} == set(mas_envs.SPLITS)
 
 
-def test_file_split_puts_a_whole_file_in_one_split():
-    env = CodeEnv(problems=str(FIXTURES / "apps.jsonl"), file_split="test", split="test")
+def test_each_split_from_its_own_file():
+    env = CodeEnv(
+        problems={"train": FIXTURES / "codecontests.jsonl", "test": FIXTURES / "apps.jsonl"},
+        split="test",
+    )
     assert set(env.task_ids("test")) == {"apps/4001", "apps/4002", "apps/4003"}
-    assert not env.task_ids("train")
-    with pytest.raises(ValueError, match=r"split 'train' .* is empty"):
-        CodeEnv(problems=str(FIXTURES / "apps.jsonl"), file_split="test").reset(seed=0)
+    assert len(env.task_ids("train")) == 2 and not env.task_ids("validation")
+    env.reset(seed=0)
+    assert env.task_id in env.task_ids("test")
+    with pytest.raises(ValueError, match=r"split 'validation' .* is empty"):
+        CodeEnv(problems={"test": FIXTURES / "apps.jsonl"}, split="validation").reset(seed=0)
+    with pytest.raises(ValueError, match="more than one"):
+        CodeEnv(problems={"train": FIXTURES / "apps.jsonl", "test": FIXTURES / "apps.jsonl"})
+    with pytest.raises(ValueError, match="maps splits"):
+        CodeEnv(problems={"dev": FIXTURES / "apps.jsonl"})

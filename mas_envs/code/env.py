@@ -66,7 +66,8 @@ Termination
 Problems, seeds and splits
     ``problems=`` ``"builtin"`` (default, 100+ problems written for this project, easy/medium/hard,
     stdin and function problems), ``"humaneval"`` (extra ``code``), or a path to an APPS /
-    CodeContests / LiveCodeBench ``.jsonl`` / ``.parquet`` file (see :mod:`mas_envs.code.problems`).
+    CodeContests / LiveCodeBench ``.jsonl`` / ``.parquet`` file (:mod:`mas_envs.code.problems`),
+    or ``{split: source}`` (each split from its own file, e.g. APPS ``train.jsonl``/``test.jsonl``).
     ``reset(options={"problem_id": id})`` (or ``"task_id"``) picks a problem; otherwise the seed
     draws one from ``split``. Splits: the record's own split, else 80/10/10 by a stable hash of the
     id; ``task_ids(split)`` lists them.
@@ -84,12 +85,13 @@ Version history
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs.base import Outcome, TextEnv
+from mas_envs.base import SPLITS, Outcome, TextEnv
 from mas_envs.code import prompts
 from mas_envs.code.judge import (
     Case,
@@ -109,10 +111,18 @@ __all__ = ["CodeEnv"]
 
 @functools.lru_cache(maxsize=16)
 def _problem_set(
-    source: str, file_split: str | None
+    sources: tuple[tuple[str | None, str], ...],
 ) -> tuple[dict[str, Problem], dict[str, tuple[str, ...]]]:
-    problems = load_problems(source, file_split=file_split)
-    by_id = {p.id: p for p in problems}
+    """Problems by id and ids by split; ``sources`` are (split or None, source) pairs."""
+    problems = [p for split, src in sources for p in load_problems(src, file_split=split)]
+    by_id: dict[str, Problem] = {}
+    for p in problems:
+        if p.id in by_id:
+            raise ValueError(
+                f"problem id {p.id!r} appears in more than one of the problems= sources; "
+                "splits must not share problems"
+            )
+        by_id[p.id] = p
     splits = {
         s: tuple(p.id for p in problems if split_of(p) == s)
         for s in ("train", "validation", "test")
@@ -124,9 +134,9 @@ class CodeEnv(TextEnv):
     """Coder + tester on a coding problem, judged on hidden tests (card: module docstring).
 
     Args:
-        problems: ``"builtin"``, ``"humaneval"`` or a path to an APPS, CodeContests or
-            LiveCodeBench file.
-        file_split: Put every problem of ``problems`` into this split.
+        problems: ``"builtin"``, ``"humaneval"``, a path to an APPS, CodeContests or
+            LiveCodeBench file, or ``{split: source}`` to take each split from its own source
+            (e.g. ``{"train": "apps/train.jsonl", "test": "apps/test.jsonl"}``).
         timeout_s: Wall-clock seconds per test case.
         memory_mb: Memory limit of a sandboxed run.
         max_cases: Most tester cases that count per answer (more are ignored).
@@ -147,8 +157,7 @@ class CodeEnv(TextEnv):
     def __init__(
         self,
         *,
-        problems: str = "builtin",
-        file_split: str | None = None,
+        problems: str | Path | Mapping[str, str | Path] = "builtin",
         timeout_s: float = 2.0,
         memory_mb: int = 512,
         max_cases: int = 8,
@@ -173,8 +182,19 @@ class CodeEnv(TextEnv):
             raise ValueError(f"memory_mb must be in [32, 65536], got {memory_mb!r}")
         if not (isinstance(max_cases, int) and 1 <= max_cases <= 50):
             raise ValueError(f"max_cases must be an int in [1, 50], got {max_cases!r}")
+        if isinstance(problems, Mapping):
+            bad = sorted(set(problems) - set(SPLITS))
+            if bad or not problems:
+                raise ValueError(
+                    f"problems= as a dict maps splits {list(SPLITS)} to sources, got keys {bad}"
+                )
+            sources: tuple[tuple[str | None, str], ...] = tuple(
+                (s, str(problems[s])) for s in SPLITS if s in problems
+            )
+        else:
+            sources = ((None, str(problems)),)
         self.problems_source = str(problems)
-        self._by_id, self._splits = _problem_set(self.problems_source, file_split)
+        self._by_id, self._splits = _problem_set(sources)
         self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
         self.max_cases = max_cases
         self.problem: Problem | None = None

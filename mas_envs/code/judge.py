@@ -171,6 +171,8 @@ def judge(case: Case, status: str, output: str, error: str) -> CaseResult:
     if case.kind == "script":
         passed = True
     elif case.kind == "call":
+        if output == case.expected:  # fast path: same repr, same value
+            return CaseResult(True, "pass", output, error)
         ok_got, got = literal(output)
         ok_exp, exp = literal(case.expected)
         passed = ok_got and ok_exp and values_match(got, exp)

@@ -15,7 +15,8 @@ handle the examples.
 
 Splits: a record's own ``split`` field when it has one, else a stable hash of the problem id
 (80% train, 10% validation, 10% test), so splits are disjoint and never change when problems are
-added. ``file_split=`` puts a whole file into one split (to evaluate on, e.g., APPS ``test.jsonl``).
+added. ``file_split=`` puts a whole file into one split (the env's ``problems={split: path}``
+form uses it: evaluate on, e.g., APPS ``test.jsonl`` as ``{"test": path}``).
 """
 
 from __future__ import annotations

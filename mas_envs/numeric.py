@@ -77,7 +77,7 @@ class NumericView(AECEnv):
     # ------------------------------------------------------------------ state lives in env
 
     @property
-    def agents(self) -> list[str]:  # type: ignore[override]
+    def agents(self) -> list[str]:
         return self.env.agents
 
     @agents.setter
@@ -86,27 +86,27 @@ class NumericView(AECEnv):
         self.env.agents = value
 
     @property
-    def agent_selection(self) -> str:  # type: ignore[override]
+    def agent_selection(self) -> str:
         return self.env.agent_selection
 
     @property
-    def rewards(self) -> dict[str, float]:  # type: ignore[override]
+    def rewards(self) -> dict[str, float]:
         return self.env.rewards
 
     @property
-    def _cumulative_rewards(self) -> dict[str, float]:  # type: ignore[override]
+    def _cumulative_rewards(self) -> dict[str, float]:
         return self.env._cumulative_rewards
 
     @property
-    def terminations(self) -> dict[str, bool]:  # type: ignore[override]
+    def terminations(self) -> dict[str, bool]:
         return self.env.terminations
 
     @property
-    def truncations(self) -> dict[str, bool]:  # type: ignore[override]
+    def truncations(self) -> dict[str, bool]:
         return self.env.truncations
 
     @property
-    def infos(self) -> dict[str, dict[str, Any]]:  # type: ignore[override]
+    def infos(self) -> dict[str, dict[str, Any]]:
         return self.env.infos
 
     # ------------------------------------------------------------------ spaces
@@ -143,7 +143,7 @@ class NumericView(AECEnv):
         env = self.env
         agent = env.agent_selection
         if env.terminations[agent] or env.truncations[agent]:
-            env.step(action)  # PettingZoo's dead step: the text env checks that it is None
+            env._was_dead_step(action)  # PettingZoo's dead step (it checks that action is None)
             return
         try:
             if isinstance(action, bool | np.bool_):

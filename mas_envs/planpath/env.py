@@ -17,18 +17,19 @@ always reachable from the start (BFS); the shortest path length is known to the 
 **Observation.** ``{"system": str, "prompt": str}``. The prompt always shows the grid with the
 agent marked (``A``), the agent's current row/column, the goal's, every move made so far (blocked
 ones starred), the turn, for the planner the tool agent's latest proposal, and the answer format.
-Example (5x5, planner, turn 2)::
+Example: the planner's prompt on the 5x5 test level 2000000000, turn 2, after the planner moved
+``L, U, R`` (``R`` hit a wall)::
 
     Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, column 0 the left):
-    ..#..
-    .A...
+    G...#
+    ..###
     #...#
-    ...G.
-    .....
-    Agent at row 1, column 1. Goal at row 3, column 3.
-    Moves made so far: R, L*, D (* = blocked, the agent stayed put)
+    ..A#.
+    ....#
+    Agent at row 3, column 2. Goal at row 0, column 0.
+    Moves made so far: L, U, R* (* = blocked, the agent stayed put)
     Turn 2 of 3.
-    Tool agent's proposal: D, D, R, R
+    Tool agent's proposal: U, L, U, U, L
     Answer with your moves after '####', e.g.
     #### U, R, R
 
@@ -90,6 +91,8 @@ from mas_envs.planpath import grid, prompts
 
 __all__ = ["PlanPathEnv"]
 
+# Outcome(...) without NamedTuple's Python-level __new__ (as namedtuple's _make does): hot path.
+_outcome = tuple.__new__
 _NUMERIC_TEXT = tuple(f"#### {m}" for m in grid.MOVES)
 _CELL_PX = 16
 
@@ -179,20 +182,25 @@ class PlanPathEnv(TextEnv):
                     self._proposal = None
                 return Outcome(self.format_penalty, parsed=False, reason=parsed.reason)
             moves = parsed.moves
-        res = grid.run_moves(self._level, self._cell, moves, len(self._moves))  # type: ignore[arg-type]
+        cell, reward, made, blocked, reached = grid.run_moves(
+            self._level,  # type: ignore[arg-type]
+            self._cell,
+            moves,
+            len(self._moves),
+        )
         if is_tool:  # simulated only: the real state stays as it is
             self._proposal = moves
-            return Outcome(
-                res.reward, 0.0, False, False, True, "", {"proposal_reaches_goal": res.reached}
+            return _outcome(
+                Outcome, (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
             )
-        if res.blocked:
+        if blocked:
             before = len(self._moves)
-            self._blocked += tuple(before + i for i in res.blocked)
-        self._cell = cell = res.cell
-        self._moves += res.made
-        reached = res.reached
-        info = {"position": divmod(cell, self.cols), "moves_made": len(res.made)}
-        return Outcome(res.reward, 1.0 if reached else 0.0, reached, reached, True, "", info)
+            self._blocked += tuple(before + i for i in blocked)
+        self._cell = cell
+        self._moves += made
+        info = {"position": divmod(cell, self.cols), "moves_made": len(made)}
+        team = 1.0 if reached else 0.0
+        return _outcome(Outcome, (reward, team, reached, reached, True, "", info))
 
     def _system(self, agent: str) -> str:
         return self._systems[agent]

@@ -244,7 +244,9 @@ def test_memory_of_the_whole_process_tree_is_limited():
     res = run_python(FORKED_MEMORY_BOMB, memory_mb=256, timeout_s=20)
     # 4 x 192 MiB does not fit in 256 MiB: the OOM killer stops some children.
     assert res.verdict == Verdict.memory_limit, res
-    assert "9" in res.stdout  # a child was killed by SIGKILL (the OOM killer)
+    statuses = [int(x) for x in res.stdout.strip("[]\n").split(",")]
+    # Some children were killed by SIGKILL (the OOM killer), not all ran to the end.
+    assert any(os.WIFSIGNALED(st) and os.WTERMSIG(st) == 9 for st in statuses), statuses
 
 
 def test_infinite_loop_times_out():
@@ -403,7 +405,8 @@ def test_deep_recursion_is_a_runtime_error():
     assert "RecursionError" in res.stderr
     # Recursion through C code with the limit lifted overflows the C stack: the program dies
     # of SIGSEGV, and that is the program's runtime error, not the sandbox's.
-    code = "import sys\nsys.setrecursionlimit(10**7)\ndef f(n):\n    return list(map(f, [n]))\nf(0)"
+    # Bounded: 10**6 levels of a few hundred bytes each, even with an unlimited stack.
+    code = "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return list(map(f, [n]))\nf(0)"
     res = run_python(code, timeout_s=20)
     assert res.verdict == Verdict.runtime_error
     assert res.exit_code == -11

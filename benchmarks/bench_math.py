@@ -5,10 +5,11 @@ Prints, in microseconds per call (median of ``--repeats`` rounds):
 * reset: a generated problem from a new seed (problem generation + bookkeeping);
 * observe: building a reasoner prompt (problem, tool program and output, format);
 * reasoner step with an answer the checker has seen (cache hit), against the same step with a
-  new answer each time (a real equivalence check): with math-verify and with the sympy fallback,
-  on an integer (fast path) and on a fraction written differently from the gold one;
+  new answer each time, with math-verify and with the sympy fallback: an integer and a fraction
+  (the exact fast path, no parser) and a surd (a wrong one each time: a real parse and compare);
 * tool step with a program the env has run before (cache hit), against a new program each time
-  (a sandbox run);
+  (a sandbox run); and four tree branches with new programs, stepped one by one against after
+  ``env.prefetch(texts)`` (one pooled sandbox call);
 * clone, against ``copy.deepcopy`` of the same env in mid-episode.
 
 Then the ratios (uncached / cached, deepcopy / clone, math-verify / sympy).
@@ -85,7 +86,16 @@ def main() -> None:
                 reasoner_step("arith/4/1", lambda: "\\dfrac{14}{22}"), n, r
             )
             rows[f"reasoner step, fraction, new [{backend}]"] = _median_us(
-                reasoner_step("arith/4/1", lambda: f"\\dfrac{{{next(_counter)}}}{{22}}"),
+                reasoner_step("arith/4/1", lambda: f"\\dfrac{{{next(_counter)}}}{{22}}"), n, r
+            )
+            # algebra/5/3: gold \frac{-3 + \sqrt{233}}{8}; these need a real parse and compare.
+            rows[f"reasoner step, surd, cached [{backend}]"] = _median_us(
+                reasoner_step("algebra/5/3", lambda: "\\dfrac{\\sqrt{233}-3}{8}"), n, r
+            )
+            rows[f"reasoner step, surd, new [{backend}]"] = _median_us(
+                reasoner_step(
+                    "algebra/5/3", lambda: f"\\dfrac{{\\sqrt{{233}}-3}}{{8}} + {next(_counter)}"
+                ),
                 max(n // 10, 5),
                 r,
             )
@@ -104,6 +114,20 @@ def main() -> None:
         r,
     )
 
+    def k_branches(prefetch: bool, k: int = 4) -> None:
+        texts = [f"```python\nprint({next(_counter)})\n```" for _ in range(k)]
+        if prefetch:
+            tool_env.prefetch(texts)
+        for text in texts:
+            tool_env.clone().step(text)
+
+    rows["4 tool branches, new programs, one by one"] = _median_us(
+        lambda: k_branches(False), max(n // 50, 3), r
+    )
+    rows["4 tool branches, new programs, prefetch()"] = _median_us(
+        lambda: k_branches(True), max(n // 50, 3), r
+    )
+
     env.reset(options={"problem_id": "arith/4/1"})
     env.step("```python\nprint(7/11)\n```")
     rows["clone (mid-episode)"] = _median_us(env.clone, n, r)
@@ -117,16 +141,19 @@ def main() -> None:
         "tool step: sandbox run / cached": (
             rows["tool step, new program (sandbox run)"] / rows["tool step, program cached"]
         ),
+        "4 tool branches: one by one / prefetch()": (
+            rows["4 tool branches, new programs, one by one"]
+            / rows["4 tool branches, new programs, prefetch()"]
+        ),
         "deepcopy / clone": rows["deepcopy (mid-episode)"] / rows["clone (mid-episode)"],
     }
     for backend in verify.BACKENDS:
-        ratios[f"fraction check: new / cached [{backend}]"] = (
-            rows[f"reasoner step, fraction, new [{backend}]"]
-            / rows[f"reasoner step, fraction, cached [{backend}]"]
+        ratios[f"surd check: new / cached [{backend}]"] = (
+            rows[f"reasoner step, surd, new [{backend}]"]
+            / rows[f"reasoner step, surd, cached [{backend}]"]
         )
-    ratios["fraction check, new: math-verify / sympy"] = (
-        rows["reasoner step, fraction, new [math-verify]"]
-        / rows["reasoner step, fraction, new [sympy]"]
+    ratios["surd check, new: math-verify / sympy"] = (
+        rows["reasoner step, surd, new [math-verify]"] / rows["reasoner step, surd, new [sympy]"]
     )
     for name, ratio in ratios.items():
         print(f"{name:<{width}}  {ratio:12.1f} x")

@@ -729,3 +729,23 @@ def test_without_math_verify_the_sympy_fallback_grades(monkeypatch):
     env = _env("algebra/5/3", mode="single")
     env.step("\\boxed{\\frac{3 + \\sqrt{233}}{8}}")
     assert not env.success and env.infos["reasoner"]["local_reward"] == 0.0
+
+
+def test_prefetch_runs_candidate_programs_once_for_all_clones(monkeypatch):
+    sandbox = pytest.importorskip("mas_envs.sandbox")
+    env = _env("arith/1/1")  # 23
+    texts = [_code("print(56 - 33)"), _code("print(23)"), _code("print(22)"), "no code"]
+    env.prefetch(texts)
+    env.prefetch(texts, agent="reasoner")  # not the tool's turn: nothing to run
+
+    def no_more_runs(*args, **kwargs):
+        raise AssertionError("the programs should have been prefetched")
+
+    monkeypatch.setattr(sandbox, "run_python", no_more_runs)
+    locals_ = []
+    for text in texts:
+        clone = env.clone()
+        clone.step(text)
+        locals_.append(clone.infos["tool"]["local_reward"])
+    assert locals_ == [1.0, 1.0, 0.0, -1.0]
+    assert env.agent_selection == "tool" and env.infos["tool"].get("answer") is None

@@ -385,6 +385,10 @@ class MathEnv(TextEnv):
                 f"import ({e}); reinstall mas-rl (pip install -e .)"
             ) from e
         result = run_python(code, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb)
+        return self._store(code, result)
+
+    def _store(self, code: str, result: Any) -> ToolRun:
+        """Turn a sandbox ``ExecResult`` into a :class:`ToolRun` and cache it."""
         verdict = result.verdict.value
         stderr = result.stderr.strip().splitlines()
         answer = prompts.program_answer(result.stdout) if verdict == "ok" else None
@@ -398,6 +402,32 @@ class MathEnv(TextEnv):
                 self._exec_cache.clear()
             self._exec_cache[code] = run
         return run
+
+    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
+        """Run the programs that ``texts`` (candidate answers of ``agent``) would run, at once.
+
+        A tree rollout samples K answers for the tool and steps K clones with them; each step
+        would run its program on its own. ``prefetch`` runs the new ones in one pooled sandbox
+        call (:func:`mas_envs.sandbox.run_many`) and fills the cache the clones share, so the K
+        steps only read it. It changes no state; stepping without it gives the same results,
+        later. Texts of other agents need no program and are ignored.
+        """
+        if (agent or self.agent_selection) != "tool":
+            return
+        codes: list[str] = []
+        for text in texts:
+            if not isinstance(text, str) or len(text) > self.max_action_chars:
+                continue
+            code = prompts.parse_code(text).value
+            if code is not None and code not in self._exec_cache and code not in codes:
+                codes.append(code)
+        if not codes:
+            return
+        from mas_envs.sandbox import Job, run_many
+
+        jobs = [Job(c, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb) for c in codes]
+        for code, result in zip(codes, run_many(jobs), strict=True):
+            self._store(code, result)
 
     # ------------------------------------------------------------------ text
 

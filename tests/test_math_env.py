@@ -749,3 +749,31 @@ def test_prefetch_runs_candidate_programs_once_for_all_clones(monkeypatch):
         locals_.append(clone.infos["tool"]["local_reward"])
     assert locals_ == [1.0, 1.0, 0.0, -1.0]
     assert env.agent_selection == "tool" and env.infos["tool"].get("answer") is None
+
+
+REASONER_HOSTILE = [
+    "\\boxed{" + "{" * 10_000,
+    "\\boxed{\ud800}",
+    "\\boxed{" + "9^" * 400 + "9}",
+    "\\boxed{\u4e2d\u6587 \U0001f600 \x1b[31m\x00}",
+    "\\boxed{" + "1" * 999 + "}",
+    "\\boxed{" + "1" * 1001 + "}",
+    "\\boxed{\\frac{1}{0}}",
+    "\\boxed{x=}",
+    "\\boxed{\\begin{pmatrix}1\\end{pmatrix}}",
+    "\\boxed{__import__('os').getcwd()}",
+]
+
+
+@pytest.mark.parametrize("text", REASONER_HOSTILE)
+def test_hostile_reasoner_answers_never_crash_and_stay_in_the_space(sandbox, text):
+    env = _env("arith/1/1", n_reasoners=2)
+    env.step(_code("print(23)"))
+    start = time.perf_counter()
+    env.step(text)
+    assert time.perf_counter() - start < 3
+    info = env.infos["reasoner_0"]
+    assert not info["success"] and info["local_reward"] in (0.0, -1.0)
+    assert info["parsed"] or info["reason"]
+    obs = env.observe("reasoner_1")
+    assert env.observation_space("reasoner_1").contains(obs)

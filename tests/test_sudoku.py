@@ -152,7 +152,7 @@ def test_format_grid_shapes():
 
 @pytest.mark.parametrize(
     ("size", "clues", "seeds"),
-    [(4, None, 300), (4, 4, 100), (4, 15, 20), (9, None, 8), (9, 24, 2), (9, 60, 3)],
+    [(4, None, 300), (4, 4, 100), (4, 15, 20), (9, None, 8), (9, 25, 2), (9, 60, 3)],
 )
 def test_generated_puzzles_are_unique_and_match_their_solution(size, clues, seeds):
     target = check_config(size, clues)
@@ -182,8 +182,8 @@ def test_generation_is_deterministic_and_varied():
         ({"size": True}, "size must be one of"),
         ({"size": 4, "clues": 3}, r"clues must be an int from 4 to 15 for size 4.*got 3"),
         ({"size": 4, "clues": 16}, "clues must be an int from 4 to 15"),
-        ({"size": 9, "clues": 17}, r"clues must be an int from 24 to 80 for size 9.*got 17"),
-        ({"size": 9, "clues": 81}, "from 24 to 80"),
+        ({"size": 9, "clues": 17}, r"clues must be an int from 25 to 80 for size 9.*got 17"),
+        ({"size": 9, "clues": 81}, "from 25 to 80"),
         ({"size": 4, "clues": 6.0}, "must be an int"),
     ],
 )

@@ -69,7 +69,7 @@ paper's: a whole solution fits in one answer, so three turns leave two correctio
 **Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the puzzle
 for the env's ``size`` and ``clues``; ids per split are ``GAME_SPLITS`` (disjoint).
 
-**Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 24-80, default 30;
+**Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 25-80, default 30;
 fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells
 after the answer, on the board it was scored on) and ``valid`` (the answer kept the rules).
 
@@ -158,6 +158,9 @@ class SudokuEnv(TextEnv):
         self._board = puzzle
         self._score = 0  # correct - wrong over the free cells of the board
         self._history: tuple[tuple[int, bytes, bytes | None, str], ...] = ()
+        # Text caches (derived from the state above; immutable values, shared by clones).
+        self._history_lines: tuple[str, ...] = ()
+        self._board_cache: tuple[bytes | None, str] = (None, "")
         self._proposal: tuple[int, bytes | None, str] | None = None
 
     @property
@@ -244,12 +247,10 @@ class SudokuEnv(TextEnv):
         return self._systems[agent]
 
     def _prompt(self, agent: str) -> str:
-        n = self.size
         parts = [
             self._rules,
             f"Given clues (these never change):\n{self._clue_text}",
-            f"Current board ({self._board.count(0)} of {n * n} cells empty):\n"
-            + format_grid(self._board, n, boxes=True),
+            self._board_text(),
             "Moves so far:\n" + self._history_text(),
             f"Turn {self.turn + 1} of {self.max_turns}.",
         ]
@@ -269,28 +270,41 @@ class SudokuEnv(TextEnv):
         parts.append(self._format)
         return "\n\n".join(parts)
 
+    def _board_text(self) -> str:
+        board, cached = self._board, self._board_cache
+        if cached[0] is not board:
+            n = self.size
+            text = f"Current board ({board.count(0)} of {n * n} cells empty):\n" + format_grid(
+                board, n, boxes=True
+            )
+            cached = self._board_cache = (board, text)
+        return cached[1]
+
     def _history_text(self) -> str:
-        if not self._history:
+        history, lines = self._history, self._history_lines
+        if not history:
             return "(none yet)"
-        n = self.size
-        lines = []
-        for turn, before, after, note in self._history:
-            if after is None:
-                lines.append(f"turn {turn + 1}: {clean_text(note)}; the board did not change")
-                continue
-            filled = [
-                (i, v) for i, (u, v) in enumerate(zip(before, after, strict=True)) if u != v and v
-            ]
-            erased = [i for i, (u, v) in enumerate(zip(before, after, strict=True)) if u and not v]
-            done = []
-            if filled:
-                done.append("filled " + prompts.format_fills(filled, n))
-            if erased:
-                done.append(
-                    "erased " + ", ".join(f"row {i // n + 1} column {i % n + 1}" for i in erased)
-                )
-            lines.append(f"turn {turn + 1}: " + ("; ".join(done) if done else "no change"))
+        if len(lines) < len(history):
+            # Lines are built once per entry; clones share the prefix (an immutable tuple).
+            lines = lines + tuple(self._history_line(*e) for e in history[len(lines) :])
+            self._history_lines = lines
         return "\n".join(lines)
+
+    def _history_line(self, turn: int, before: bytes, after: bytes | None, note: str) -> str:
+        if after is None:
+            return f"turn {turn + 1}: {clean_text(note)}; the board did not change"
+        n = self.size
+        pairs = list(enumerate(zip(before, after, strict=True)))
+        filled = [(i, v) for i, (u, v) in pairs if u != v and v]
+        erased = [i for i, (u, v) in pairs if u and not v]
+        done = []
+        if filled:
+            done.append("filled " + prompts.format_fills(filled, n))
+        if erased:
+            done.append(
+                "erased " + ", ".join(f"row {i // n + 1} column {i % n + 1}" for i in erased)
+            )
+        return f"turn {turn + 1}: " + ("; ".join(done) if done else "no change")
 
     def _proposal_text(self) -> str:
         if self._proposal is None or self._proposal[0] != self.turn:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import math
 import re
 import sys
@@ -777,3 +778,22 @@ def test_hostile_reasoner_answers_never_crash_and_stay_in_the_space(sandbox, tex
     assert info["parsed"] or info["reason"]
     obs = env.observe("reasoner_1")
     assert env.observation_space("reasoner_1").contains(obs)
+
+
+def test_json_lists_and_split_named_files(tmp_path):
+    records = [{"id": 7, "question": "Compute 1 + 1.", "final_answer": ["$2$"]}]
+    (tmp_path / "OE_TO_maths_en_COMP.json").write_text(json.dumps(records), encoding="utf-8")
+    (p,) = load_problems(tmp_path / "OE_TO_maths_en_COMP.json")
+    assert (p.id, p.answer, p.source) == (
+        "olympiadbench/OE_TO_maths_en_COMP/7",
+        "2",
+        "olympiadbench",
+    )
+    gsm = tmp_path / "gsm8k"
+    gsm.mkdir()
+    for name in ("train", "test", "train_socratic"):
+        line = {"question": f"{name}?", "answer": "1 + 1 = 2\n#### 2"}
+        (gsm / f"{name}.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
+    env = MathEnv(problems=gsm)
+    assert list(env.task_ids("train")) == ["gsm8k/train/1"]  # train_socratic is no split
+    assert list(env.task_ids("test")) == ["gsm8k/test/1"]

@@ -1,21 +1,22 @@
 """Speed of the game envs beside peers' Sokoban envs from PyPI, measured side by side in one run.
 
 For each of our game envs (``mas/Sokoban-v0``, ``mas/PlanPath-v0``, ``mas/Sudoku-v0``; an env that
-is not importable yet is skipped with a note) and each peer (``textarena`` ``Sokoban-v0``,
-``gem-llm`` ``game:Sokoban-v0-easy``), in microseconds per call, median over repeats:
+is not importable is skipped with a note) and each peer (``textarena`` ``Sokoban-v0``, ``gem-llm``
+``game:Sokoban-v0-easy``), in microseconds per call, median over repeats:
 
 * reset: a new level from a new seed;
-* step: one action (one move: ``"#### U"`` for ours, ``"[up]"`` for textarena, ``\\boxed{up}``
-  for gem) including parsing, applying it, and the next prompt text (``observe`` for ours,
-  ``get_observation`` for textarena; gem's ``step`` returns its text). Steps run in episodes of up
-  to ``--episode`` moves from fresh levels, the way a rollout uses an env; an episode that ends
-  early ends its batch;
+* step: one action including parsing it, applying it and the next prompt text. The action is one
+  move, the peers' unit of action: ``"#### U"`` for ours (``numeric_action_text``: for Sudoku one
+  fill), ``"[up]"`` for textarena, ``\\boxed{up}`` for gem; the prompt text is ``observe`` for ours,
+  ``get_observation`` for textarena, and what gem's ``step`` returns. Steps run in episodes of up
+  to ``--episode`` actions from fresh levels, the way a rollout uses an env;
 * clone: ``env.clone()`` for ours; the peers have no clone, so their figure is ``copy.deepcopy``;
 * deepcopy: ``copy.deepcopy`` of the same env in mid-episode.
 
-Run (the numbers in ``docs/benchmarks.md`` come from this)::
+The measurements are interleaved (each repeat times every env in turn), so a change in machine
+load hits all envs alike and the ratios stay fair. Run (``docs/benchmarks.md`` quotes it)::
 
-    nice -n 10 python benchmarks/bench_envs.py            # ~1 minute
+    nice -n 10 python benchmarks/bench_envs.py            # about two minutes
     nice -n 10 python benchmarks/bench_envs.py --quick    # a few seconds, rougher
 """
 
@@ -28,262 +29,246 @@ import statistics
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-# Figures from the issue (measured on this machine class; the paper's code is not on PyPI).
 PAPER_STEP_US = {"Sokoban": 30.0, "PlanPath": 14.0}
+"""The paper's own code (not on PyPI), per step, as measured for the issue on this machine."""
 GOALS = "step >= 5x faster than the fastest peer, clone <= 3 us and >= 10x deepcopy, reset < 1 ms"
+METRICS = ("reset", "step", "clone", "deepcopy")
 
 
-@dataclass
-class Row:
-    name: str
-    family: str
-    reset: float
-    step: float
-    clone: float
-    deepcopy: float
-    note: str = ""
-
-
-def _median_us(batches: list[tuple[float, int]]) -> float:
-    return statistics.median(t / n for t, n in batches) * 1e6
-
-
-def _timed(fn: Callable[[], int]) -> tuple[float, int]:
-    """Run ``fn`` (which returns how many calls it made) with the GC off; (seconds, calls)."""
+def _timed(fn: Callable[[], int]) -> float:
+    """Seconds per call of ``fn`` (which returns how many calls it made), GC off."""
     gc.disable()
     try:
         t0 = time.perf_counter()
         n = fn()
-        return time.perf_counter() - t0, n
+        return (time.perf_counter() - t0) / n
     finally:
         gc.enable()
 
 
-def _per_call(fn: Callable[[], Any], calls: int, repeats: int) -> float:
-    def batch() -> int:
-        for _ in range(calls):
+def _calls(fn: Callable[[], Any], n: int) -> Callable[[], int]:
+    def run() -> int:
+        for _ in range(n):
             fn()
-        return calls
+        return n
 
-    return _median_us([_timed(batch) for _ in range(repeats)])
-
-
-# ---------------------------------------------------------------------------------------- ours
+    return run
 
 
-def bench_ours(env_id: str, repeats: int, episode: int, moves_per_action: int = 1) -> Row | str:
-    """Our env ``env_id`` in ``mode="single"``; a string says why it was skipped."""
-    import mas_envs
+class Case:
+    """One env: how to make, reset, step and copy it. Subclasses fill in the hooks."""
 
-    try:
-        env = mas_envs.make(env_id, mode="single", max_turns=episode)
-    except (ImportError, AttributeError) as e:  # the family is not written yet
-        return f"{env_id}: skipped ({type(e).__name__}: {e})"
-    agent = env.possible_agents[0]
-    env.reset(seed=0)
-    if moves_per_action == 1:
-        actions = [env.numeric_action_text(agent, a) for a in range(env.numeric_action_count())]
-    else:
-        letters = "ULDRRDLU"
-        actions = [
-            "#### " + ", ".join(letters[(i + j) % 8] for j in range(moves_per_action))
-            for i in range(8)
-        ]
-    family = env_id.split("/")[1].split("-")[0]
+    name = ""
+    family = "Sokoban"
+    has_clone = False
 
-    seeds = iter(range(10**9))
-    reset = _per_call(lambda: env.reset(seed=next(seeds)), 20, repeats)
+    def __init__(self, episode: int) -> None:
+        self.episode = episode
+        self.seeds = iter(range(10**9))
+        self.env = self.make()
+        self.reset(self.env, 0)
+        self.starts = []
+        for s in range(16):
+            e = self.make()
+            self.reset(e, 1000 + s)
+            self.starts.append(e)
+        self.mid = self.copy(self.starts[0])
+        self.step(self.mid, 0)
+        self.round = 0
 
-    starts = []
-    for s in range(32):
-        e = mas_envs.make(env_id, mode="single", max_turns=episode)
-        e.reset(seed=1000 + s)
-        starts.append(e)
+    def make(self) -> Any:
+        raise NotImplementedError
 
-    def episode_steps(e: Any) -> Callable[[], int]:
-        def run() -> int:
-            for k in range(episode):
-                if e.terminations[agent] or e.truncations[agent]:
-                    return k
-                e.step(actions[k % len(actions)])
-                e.observe(agent)
-            return episode
+    def reset(self, env: Any, seed: int) -> None:
+        raise NotImplementedError
 
-        return run
+    def step(self, env: Any, k: int) -> bool:
+        """Take action number ``k`` and read the next prompt; True when the episode ended."""
+        raise NotImplementedError
 
-    step = _median_us(
-        [_timed(episode_steps(starts[r % len(starts)].clone())) for r in range(repeats * 10)]
-    )
+    def copy(self, env: Any) -> Any:
+        return env.clone() if self.has_clone else copy.deepcopy(env)
 
-    mid = starts[0].clone()
-    mid.step(actions[0])
-    clone = _per_call(mid.clone, 500, repeats)
-    deep = _per_call(lambda: copy.deepcopy(mid), 20, repeats)
-    name = f"{env_id} (ours)"
-    if moves_per_action > 1:
-        name = f"{env_id} (ours, {moves_per_action}-move answers)"
-    return Row(name, family, reset, step, clone, deep)
+    def time(self, metric: str) -> float:
+        # Short batches (well under a scheduler time slice) so that the median skips the ones a
+        # busy machine interrupted.
+        if metric == "reset":
+            return _timed(_calls(lambda: self.reset(self.env, next(self.seeds)), 3))
+        if metric == "clone":
+            return _timed(_calls(lambda: self.copy(self.mid), 50 if self.has_clone else 3))
+        if metric == "deepcopy":
+            return _timed(_calls(lambda: copy.deepcopy(self.mid), 3))
+        # step: a few episodes from fresh copies of the start levels (copying is not timed)
+        times = []
+        for _ in range(4):
+            env = self.copy(self.starts[self.round % len(self.starts)])
+            self.round += 1
+
+            def episode(env: Any = env) -> int:
+                for k in range(self.episode):
+                    if self.step(env, k):
+                        return k + 1
+                return self.episode
+
+            times.append(_timed(episode))
+        return statistics.median(times)
 
 
-# --------------------------------------------------------------------------------------- peers
+class Ours(Case):
+    has_clone = True
+
+    def __init__(self, env_id: str, episode: int, moves_per_action: int = 1) -> None:
+        import mas_envs
+
+        self.env_id = env_id
+        self.family = env_id.split("/")[1].split("-")[0]
+        self.make_env = lambda: mas_envs.make(env_id, mode="single", max_turns=episode)
+        probe = self.make_env()
+        probe.reset(seed=0)
+        self.agent = probe.possible_agents[0]
+        if moves_per_action == 1:
+            n = probe.numeric_action_count()
+            self.actions = [probe.numeric_action_text(self.agent, a) for a in range(n)]
+            self.name = f"{env_id} (ours)"
+        else:
+            letters = "ULDRRDLU"
+            self.actions = [
+                "#### " + ", ".join(letters[(i + j) % 8] for j in range(moves_per_action))
+                for i in range(8)
+            ]
+            self.name = f"{env_id} (ours, {moves_per_action}-move answers)"
+        super().__init__(episode)
+
+    def make(self) -> Any:
+        return self.make_env()
+
+    def reset(self, env: Any, seed: int) -> None:
+        env.reset(seed=seed)
+
+    def step(self, env: Any, k: int) -> bool:
+        agent = self.agent
+        env.step(self.actions[k % len(self.actions)])
+        env.observe(agent)
+        return env.terminations[agent] or env.truncations[agent]
 
 
-def bench_textarena(repeats: int, episode: int) -> Row | str:
-    try:
+class TextArena(Case):
+    name = "textarena Sokoban-v0 (6x6, 3 boxes)"
+    actions = ("[up]", "[left]", "[down]", "[right]")
+
+    def make(self) -> Any:
         import textarena as ta
-    except ImportError:
-        return "textarena: skipped (pip install textarena, or the 'bench' extra)"
-    env = ta.make("Sokoban-v0")
-    seeds = iter(range(10**9))
-    reset = _per_call(lambda: env.reset(num_players=1, seed=next(seeds)), 10, repeats)
-    actions = ["[up]", "[left]", "[down]", "[right]"]
-    starts = []
-    for s in range(32):
-        e = ta.make("Sokoban-v0")
-        e.reset(num_players=1, seed=1000 + s)
-        starts.append(e)
 
-    def episode_steps(e: Any) -> Callable[[], int]:
-        def run() -> int:
-            for k in range(episode):
-                done, _ = e.step(actions[k % 4])
-                e.get_observation()
-                if done:
-                    return k + 1
-            return episode
+        return ta.make("Sokoban-v0")
 
-        return run
+    def reset(self, env: Any, seed: int) -> None:
+        env.reset(num_players=1, seed=seed)
 
-    step = _median_us(
-        [_timed(episode_steps(copy.deepcopy(starts[r % 32]))) for r in range(repeats * 10)]
-    )
-    mid = copy.deepcopy(starts[0])
-    mid.step("[up]")
-    deep = _per_call(lambda: copy.deepcopy(mid), 20, repeats)
-    return Row(
-        "textarena Sokoban-v0 (6x6, 3 boxes)",
-        "Sokoban",
-        reset,
-        step,
-        deep,
-        deep,
-        "no clone(): clone = deepcopy",
-    )
+    def step(self, env: Any, k: int) -> bool:
+        done, _ = env.step(self.actions[k % 4])
+        env.get_observation()
+        return bool(done)
 
 
-def bench_gem(repeats: int, episode: int) -> Row | str:
-    try:
+class Gem(Case):
+    name = "gem game:Sokoban-v0-easy (6x6, 2 boxes)"
+    actions = ("\\boxed{up}", "\\boxed{left}", "\\boxed{down}", "\\boxed{right}")
+
+    def make(self) -> Any:
         import gem
-    except ImportError:
-        return "gem: skipped (pip install gem-llm, or the 'bench' extra)"
-    env_id = "game:Sokoban-v0-easy"
-    env = gem.make(env_id, max_turns=episode)
-    seeds = iter(range(10**9))
-    reset = _per_call(lambda: env.reset(seed=next(seeds)), 10, repeats)
-    actions = ["\\boxed{up}", "\\boxed{left}", "\\boxed{down}", "\\boxed{right}"]
-    starts = []
-    for s in range(32):
-        e = gem.make(env_id, max_turns=episode)
-        e.reset(seed=1000 + s)
-        starts.append(e)
 
-    def episode_steps(e: Any) -> Callable[[], int]:
-        def run() -> int:
-            for k in range(episode):
-                _, _, terminated, truncated, _ = e.step(actions[k % 4])
-                if terminated or truncated:
-                    return k + 1
-            return episode
+        return gem.make("game:Sokoban-v0-easy", max_turns=self.episode)
 
-        return run
+    def reset(self, env: Any, seed: int) -> None:
+        env.reset(seed=seed)
 
-    step = _median_us(
-        [_timed(episode_steps(copy.deepcopy(starts[r % 32]))) for r in range(repeats * 10)]
-    )
-    mid = copy.deepcopy(starts[0])
-    mid.step(actions[0])
-    deep = _per_call(lambda: copy.deepcopy(mid), 20, repeats)
-    return Row(
-        "gem game:Sokoban-v0-easy (6x6, 2 boxes)",
-        "Sokoban",
-        reset,
-        step,
-        deep,
-        deep,
-        "no clone(): clone = deepcopy",
-    )
+    def step(self, env: Any, k: int) -> bool:
+        _, _, terminated, truncated, _ = env.step(self.actions[k % 4])
+        return bool(terminated or truncated)
 
 
-# -------------------------------------------------------------------------------------- report
+def build_cases(episode: int) -> tuple[list[Case], list[str]]:
+    cases: list[Case] = []
+    notes: list[str] = []
+    makers: list[tuple[str, Callable[[], Case]]] = [
+        ("mas/Sokoban-v0", lambda: Ours("mas/Sokoban-v0", episode)),
+        ("mas/Sokoban-v0 (5 moves)", lambda: Ours("mas/Sokoban-v0", episode, 5)),
+        ("textarena", lambda: TextArena(episode)),
+        ("gem-llm", lambda: Gem(episode)),
+        ("mas/PlanPath-v0", lambda: Ours("mas/PlanPath-v0", episode)),
+        ("mas/Sudoku-v0", lambda: Ours("mas/Sudoku-v0", episode)),
+    ]
+    for label, make in makers:
+        try:
+            cases.append(make())
+        except (ImportError, AttributeError, KeyError) as e:  # not installed / not written yet
+            notes.append(f"{label}: skipped ({type(e).__name__}: {e}; the 'bench' extra has peers)")
+    return cases, notes
 
 
-def report(rows: list[Row], notes: list[str]) -> str:
+def report(results: dict[str, dict[str, float]], cases: list[Case], notes: list[str]) -> str:
     head = f"{'env':<46}{'reset us':>10}{'step us':>10}{'clone us':>10}{'deepcopy us':>13}"
     lines = [head, "-" * len(head)]
-    for r in rows:
+    for c in cases:
+        r = results[c.name]
         lines.append(
-            f"{r.name:<46}{r.reset:>10.1f}{r.step:>10.2f}{r.clone:>10.2f}{r.deepcopy:>13.1f}"
-            + (f"   ({r.note})" if r.note else "")
+            f"{c.name:<46}{r['reset']:>10.1f}{r['step']:>10.2f}{r['clone']:>10.2f}"
+            f"{r['deepcopy']:>13.1f}" + ("" if c.has_clone else "   (no clone(): deepcopy)")
         )
     lines += ["", f"Goals: {GOALS}."]
-    peers = [r for r in rows if "(ours" not in r.name]
-    for r in rows:
-        if not r.name.endswith("(ours)"):
+    peers = [c for c in cases if not c.has_clone]
+    for c in cases:
+        if not c.name.endswith("(ours)"):
             continue
-        fam = r.family
-        lines.append(f"{r.name}:")
-        fam_peers = [p for p in peers if p.family == fam]
+        r = results[c.name]
+        lines.append(f"{c.name}:")
+        fam_peers = [p for p in peers if p.family == c.family]
         if fam_peers:
-            best = min(fam_peers, key=lambda p: p.step)
+            best = min(fam_peers, key=lambda p: results[p.name]["step"])
+            b = results[best.name]["step"]
+            lines.append(f"  step {b / r['step']:.1f}x faster than the fastest peer ({best.name})")
+            best = min(fam_peers, key=lambda p: results[p.name]["clone"])
+            b = results[best.name]["clone"]
+            lines.append(f"  clone {b / r['clone']:.1f}x faster than the fastest peer's deepcopy")
+        if c.family in PAPER_STEP_US:
+            paper = PAPER_STEP_US[c.family]
             lines.append(
-                f"  step {best.step / r.step:.1f}x faster than the fastest peer ({best.name}, "
-                f"{best.step:.1f} us)"
+                f"  step {paper / r['step']:.1f}x faster than the paper's code ({paper:.0f} us: "
+                "the issue's figure, not measured in this run)"
             )
-            best_clone = min(fam_peers, key=lambda p: p.clone)
-            lines.append(
-                f"  clone {best_clone.clone / r.clone:.1f}x faster than the fastest peer clone "
-                f"({best_clone.name}, {best_clone.clone:.1f} us)"
-            )
-        if fam in PAPER_STEP_US:
-            lines.append(
-                f"  step {PAPER_STEP_US[fam] / r.step:.1f}x faster than the paper's code "
-                f"({PAPER_STEP_US[fam]:.0f} us, the issue's figure, not measured here)"
-            )
+        ok = "yes" if r["clone"] <= 3 else "NO"
         lines.append(
-            f"  clone {r.deepcopy / r.clone:.0f}x faster than deepcopy of the same env; "
-            f"clone <= 3 us: {'yes' if r.clone <= 3 else 'NO'}"
+            f"  clone {r['deepcopy'] / r['clone']:.0f}x faster than deepcopy; <= 3 us: {ok}"
         )
-        if fam == "Sokoban":
-            lines.append(f"  reset (level generation) < 1 ms: {'yes' if r.reset < 1000 else 'NO'}")
+        if c.family == "Sokoban":
+            ok = "yes" if r["reset"] < 1e3 else "NO"
+            lines.append(f"  reset (level generation) < 1 ms: {ok}")
     if notes:
         lines += ["", *notes]
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=15, help="timed batches per figure")
-    parser.add_argument("--episode", type=int, default=20, help="steps per episode batch")
-    parser.add_argument("--quick", action="store_true", help="3 repeats: a rough figure fast")
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=41, help="interleaved rounds")
+    parser.add_argument("--episode", type=int, default=20, help="actions per timed episode")
+    parser.add_argument("--quick", action="store_true", help="9 rounds: a rough figure, fast")
     args = parser.parse_args(argv)
-    repeats = 3 if args.quick else args.repeats
-    warnings.filterwarnings("ignore")  # peers warn about their own deprecations
-    rows: list[Row] = []
-    notes: list[str] = []
-    results: list[Row | str] = [
-        bench_ours("mas/Sokoban-v0", repeats, args.episode),
-        bench_ours("mas/Sokoban-v0", repeats, args.episode, moves_per_action=5),
-        bench_textarena(repeats, args.episode),
-        bench_gem(repeats, args.episode),
-        bench_ours("mas/PlanPath-v0", repeats, args.episode),
-        bench_ours("mas/Sudoku-v0", repeats, args.episode),
-    ]
-    for res in results:
-        (rows if isinstance(res, Row) else notes).append(res)  # type: ignore[arg-type]
-    print(report(rows, notes))
+    repeats = 9 if args.quick else args.repeats
+    warnings.filterwarnings("ignore")  # the peers warn about their own deprecations
+    cases, notes = build_cases(args.episode)
+    samples: dict[str, dict[str, list[float]]] = {c.name: {m: [] for m in METRICS} for c in cases}
+    for _ in range(repeats):
+        for metric in METRICS:
+            for c in cases:
+                samples[c.name][metric].append(c.time(metric))
+    results = {
+        name: {m: statistics.median(v) * 1e6 for m, v in per.items()}
+        for name, per in samples.items()
+    }
+    print(report(results, cases, notes))
 
 
 if __name__ == "__main__":

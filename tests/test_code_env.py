@@ -6,6 +6,7 @@ Programs run through the real sandbox (``mas_envs.sandbox``); every test here is
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import numpy as np
@@ -212,6 +213,19 @@ def test_always_equal_object_and_forged_report_do_not_pass():
     forged = 'print(\'@@R {"i": 0, "status": "ok", "out": "4", "err": ""}\')'
     res = run_requests([Request(forged, (Case("stdio", "", "4"),))])[0]
     assert not res[0].passed
+
+
+def test_fork_bomb_in_a_case_is_contained():
+    from mas_envs.sandbox import isolation
+
+    if "cgroup" not in isolation():
+        pytest.skip("a fork bomb is only safe to run with a pids cgroup (as root)")
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    cases = (Case("stdio", "", "1"), Case("stdio", "2", "2"))
+    t = time.monotonic()
+    res = run_requests([Request(bomb, cases)], judge_mod.Limits(timeout_s=1.0))[0]
+    assert [r.status for r in res] == ["timeout", "timeout"]
+    assert time.monotonic() - t < 30
 
 
 def test_a_timeout_budget_skips_the_rest_of_the_batch():

@@ -7,6 +7,8 @@ import warnings
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pettingzoo.test import api_test
 from test_conformance import EXPECTED
 
@@ -586,3 +588,30 @@ def test_rgb_render_draws_clues_and_fills_differently():
 def test_parser_rejects_hostile_text_quickly(text):
     parsed = parse_answer(text, 4)
     assert parsed.grid is None and parsed.fills is None and parsed.reason
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    triples=st.lists(st.tuples(*[st.integers(0, 10)] * 3), min_size=1, max_size=12),
+    sep=st.sampled_from([", ", ",", " , ", ",\n"]),
+    outer=st.booleans(),
+    paren=st.booleans(),
+    n=st.sampled_from([4, 9]),
+)
+def test_fill_lists_parse_exactly_as_specified(triples, sep, outer, paren, n):
+    """Any spelling of a fill list gives the same fills, or the same first error, as the spec."""
+    o, c = "()" if paren else "[]"
+    body = sep.join(f"{o}{r}{sep}{col}{sep}{v}{c}" for r, col, v in triples)
+    parsed = parse_answer("#### " + (f"[{body}]" if outer else body), n)
+    expected: dict[int, int] = {}
+    for r, col, v in triples:
+        if not (1 <= r <= n and 1 <= col <= n):
+            assert "(1-based)" in parsed.reason
+            return
+        if not 1 <= v <= n:
+            assert f"digits are 1 to {n}" in parsed.reason
+            return
+        if expected.setdefault((r - 1) * n + col - 1, v) != v:
+            assert "filled twice with different digits" in parsed.reason
+            return
+    assert parsed == (None, tuple(expected.items()), "")

@@ -206,6 +206,22 @@ def test_fork_bomb_is_bounded_and_cleaned_up():
     assert _survivors(mark) == []
 
 
+@pytest.mark.parametrize("layer", ["cgroup", "uid"])
+def test_each_process_limit_holds_on_its_own(layer):
+    # Defence in depth: the pids cgroup alone (program left as root) and the unprivileged uid
+    # alone (no cgroup) must each stop the fork bomb.
+    if not (HAS_BWRAP and ROOT and cgroup.available()):
+        pytest.skip("needs root, bubblewrap and cgroups to take the layers apart")
+    mode = modes.Mode(
+        bwrap=modes.find_bwrap(), drop_uid=layer == "uid", userns=False, cgroup=layer == "cgroup"
+    )
+    mark = _marker()
+    res = runner._execute(mode, Job(code=f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20))
+    assert res.verdict == Verdict.ok, res.stderr
+    assert 1 <= int(res.stdout) < MAX_PROCESSES
+    assert _survivors(mark) == []
+
+
 MEMORY_BOMB = """
 import sys
 chunks = []

@@ -117,11 +117,15 @@ class RunCgroup:
         Runs in the child between fork and exec (``preexec_fn``), so it only makes system calls:
         no imports, no locks, no allocation-heavy Python.
         """
-        pid = str(os.getpid()).encode()
+        self.add(os.getpid())
+
+    def add(self, pid: int) -> None:
+        """Move process ``pid`` (all its threads) into the run's cgroups."""
+        data = str(pid).encode()
         for path in self._procs:
             fd = os.open(path, os.O_WRONLY)
             try:
-                os.write(fd, pid)
+                os.write(fd, data)
             finally:
                 os.close(fd)
 

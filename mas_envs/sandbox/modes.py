@@ -128,8 +128,14 @@ def world_readable(path: str) -> bool:
         return False
 
 
-def bwrap_command(mode: Mode, tmpfs_bytes: int, spec_fd: int) -> list[str]:
-    """The bubblewrap command line that runs the launcher for one run."""
+def bwrap_command(
+    mode: Mode, tmpfs_bytes: int, spec_fd: int, hold_fds: tuple[int, int] | None = None
+) -> list[str]:
+    """The bubblewrap command line that runs the launcher for one run.
+
+    With ``hold_fds = (info_fd, block_fd)`` bubblewrap reports its namespace init's pid on
+    ``info_fd`` and waits, before starting the launcher, until a byte arrives on ``block_fd``.
+    """
     assert mode.bwrap is not None
     cmd = [
         mode.bwrap,
@@ -177,6 +183,8 @@ def bwrap_command(mode: Mode, tmpfs_bytes: int, spec_fd: int) -> list[str]:
         cmd += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     if mode.userns:
         cmd += ["--unshare-user"]
+    if hold_fds is not None:
+        cmd += ["--info-fd", str(hold_fds[0]), "--block-fd", str(hold_fds[1])]
     return [*cmd, "--", *python_command(spec_fd)]
 
 

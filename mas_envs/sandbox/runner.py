@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import contextlib
 import itertools
+import json
 import logging
 import marshal
 import math
@@ -364,48 +365,101 @@ def _spawn_and_wait(
     spec["status_fd"] = status_w
     spec_fd = _memfd("mas-sandbox-spec", marshal.dumps(spec))
     stdin_fd = _memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
+    child_fds = [status_w, spec_fd, stdin_fd]  # closed in the parent once the child has them
+    parent_fds = [status_r]
     group = None
+    hold: tuple[int, int] | None = None  # (info_r, block_w): bubblewrap waits for its cgroup
+    preexec = None
     try:
         if mode.cgroup:
             pids = MAX_PROCESSES + (2 if mode.bwrap else 0)  # + bwrap and its pid-1 reaper
             group = cgroup.RunCgroup(pids, (job.memory_mb << 20) + MEMORY_OVERHEAD)
         if mode.bwrap:
-            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd)
+            hold_fds = None
+            if group:
+                # bubblewrap stops before starting the launcher until we have put it and its
+                # init into the cgroup: no preexec_fn (thread-safe, and vfork stays possible
+                # for a big parent), and the cgroup attach overlaps bubblewrap's own set-up.
+                info_r, info_w = os.pipe()
+                block_r, block_w = os.pipe()
+                parent_fds += [info_r, block_w]
+                child_fds += [info_w, block_r]
+                hold, hold_fds = (info_r, block_w), (info_w, block_r)
+            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds)
             env = {"PATH": "/usr/bin:/bin"}
         else:
             argv = modes.python_command(spec_fd)
             env = {**modes.BASE_ENV, "HOME": cwd or "/", "TMPDIR": cwd or "/tmp"}
+            preexec = group.join if group else None
         proc = subprocess.Popen(
             argv,
             stdin=stdin_fd,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            pass_fds=(spec_fd, status_w),
+            pass_fds=tuple(fd for fd in child_fds if fd != stdin_fd),
             cwd=cwd,
             env=env,
             start_new_session=True,
-            preexec_fn=group.join if group else None,
+            preexec_fn=preexec,
         )
     except OSError as exc:
-        for fd in (status_r, status_w, spec_fd, stdin_fd):
+        for fd in child_fds + parent_fds:
             os.close(fd)
         if group:
             group.remove()
         return ExecResult(
             Verdict.sandbox_error, None, "", f"mas-sandbox: could not start: {exc}", _since(start)
         )
-    for fd in (status_w, spec_fd, stdin_fd):
+    for fd in child_fds:
         os.close(fd)
     try:
+        if hold is not None and group is not None:
+            deadline = start + job.timeout_s + STARTUP_GRACE_S
+            if not _fill_cgroup(proc, group, hold[0], hold[1], deadline):
+                _kill_all(proc, group)  # never released: reported as a failed start
         out, err, stopped, started = _collect(proc, group, status_r, job.timeout_s, start)
         oom = group.oom_kills() if group else 0
     finally:
-        os.close(status_r)
+        for fd in parent_fds:
+            os.close(fd)
         _kill_all(proc, group)
         proc.wait()
         if group:
             group.remove()
     return _result(mode, job, proc.returncode, started, stopped, oom, out, err, start)
+
+
+def _fill_cgroup(
+    proc: subprocess.Popen[bytes],
+    group: cgroup.RunCgroup,
+    info_fd: int,
+    block_fd: int,
+    deadline: float,
+) -> bool:
+    """Put bubblewrap and its (waiting) namespace init into ``group``, then let it go on.
+
+    Returns ``False`` when bubblewrap failed or stalled before reporting its init's pid.
+    """
+    buf = b""
+    with selectors.DefaultSelector() as sel:
+        sel.register(info_fd, selectors.EVENT_READ)
+        while b"}" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            if sel.select(left):
+                chunk = os.read(info_fd, 4096)
+                if not chunk:
+                    return False  # bubblewrap exited; its stderr says why
+                buf += chunk
+    try:
+        init_pid = int(json.loads(buf)["child-pid"])
+        group.add(proc.pid)
+        group.add(init_pid)
+        os.write(block_fd, b"x")
+    except (ValueError, KeyError, TypeError, OSError):
+        return False
+    return True
 
 
 def _collect(

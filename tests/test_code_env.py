@@ -194,6 +194,16 @@ def test_judge_stdio_limits_and_crashes():
         assert res[0].status == want, (prog, res[0])
 
 
+def test_large_expected_outputs_fit_and_runaway_output_is_stopped():
+    big = "\n".join(str(i) for i in range(60_000)) + "\n"  # ~350 KB, over the 64 KiB floor
+    prog = "n = int(input())\nprint('\\n'.join(map(str, range(n))))"
+    cases = (Case("stdio", "60000\n", big), Case("stdio", "10\n", "0 1 2 3 4 5 6 7 8 9"))
+    assert all(r.passed for r in run_requests([Request(prog, cases)])[0])
+    flood = "while True:\n    print('y' * 1000)"
+    res = run_requests([Request(flood, cases)])[0]
+    assert [r.status for r in res] == ["output_limit", "output_limit"]
+
+
 def test_always_equal_object_and_forged_report_do_not_pass():
     cheat = (
         "class Any:\n    def __eq__(self, other):\n        return True\n"

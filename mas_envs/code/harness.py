@@ -18,7 +18,8 @@ the program, as HumanEval's own harness does; the function's return values are f
 plain built-in types, so an object whose ``__eq__`` always says ``True`` does not pass.
 
 Spec (stdin, JSON): ``{"program": str, "fn_name": str|null, "setup": str, "timeout": float,
-"cap": int, "max_timeouts": int, "tests": [{"kind": "stdio"|"call"|"script", "input": str}]}``.
+"max_timeouts": int, "tests": [{"kind": "stdio"|"call"|"script", "input": str, "cap": int}]}``
+(``cap``: bytes of output allowed for that test).
 Output: one line per test, ``@@R <json>`` with ``i``, ``status`` (``ok``, ``error``, ``timeout``,
 ``output_limit``, ``skipped``), ``out`` (stdout text; for ``call`` the ``repr`` of the plain return
 value) and ``err`` (the tail of stderr or the error message).
@@ -110,7 +111,7 @@ def _child(code: Any, test: dict[str, Any], spec: dict[str, Any], res_fd: int) -
 
 def run_one(code: Any, test: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
     """Run one test in a forked child; return its status, output and error tail."""
-    timeout, cap = float(spec["timeout"]), int(spec["cap"])
+    timeout, cap = float(spec["timeout"]), int(test["cap"])
     in_path = "harness_stdin.txt"
     with open(in_path, "wb") as f:
         f.write(test["input"].encode("utf-8") if test["kind"] == "stdio" else b"")

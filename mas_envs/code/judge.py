@@ -194,7 +194,10 @@ class Limits:
         max_timeouts: After this many timeouts in one batch the remaining cases are skipped
             (they fail): a program that loops forever costs ``max_timeouts * timeout_s``, not
             ``len(cases) * timeout_s``.
-        output_cap: Bytes of output kept per case; more is an ``output_limit``.
+        output_cap: Bytes of output allowed per case, at least; a case whose expected output is
+            longer allows twice its length plus 4 KiB. More is an ``output_limit``. (Only
+            outputs longer than about half the cap reveal their approximate length to the
+            program, through the limit.)
     """
 
     timeout_s: float = 2.0
@@ -230,19 +233,33 @@ others it keeps an env and its clones consistent)."""
 
 def _key(req: Request, case: Case, limits: Limits) -> bytes:
     h = hashlib.blake2b(digest_size=20)
-    for part in (req.program, req.fn_name or "", req.setup, case.kind, case.input, repr(limits)):
+    parts = (req.program, req.fn_name or "", req.setup, case.kind, case.input, repr(limits))
+    for part in (*parts, str(case_cap(case, limits))):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.digest()
 
 
-_BATCH_BYTES = 1 << 20  # keep one sandbox's report well under any stdout cap
+_BATCH_BYTES = 3 << 20
+"""Sum of the output caps of one batch: its report (JSON, ~1.2x) stays under the sandbox's 8 MiB."""
+
+
+def case_cap(case: Case, limits: Limits) -> int:
+    """Bytes of output allowed for ``case`` (see :class:`Limits`)."""
+    return max(limits.output_cap, 2 * len(case.expected.encode("utf-8", "replace")) + 4096)
 
 
 def _batches(cases: list[tuple[int, Case]], limits: Limits) -> list[list[tuple[int, Case]]]:
-    per_case = min(limits.output_cap, 16_384) + 4096
-    size = max(1, _BATCH_BYTES // per_case)
-    return [cases[i : i + size] for i in range(0, len(cases), size)]
+    batches: list[list[tuple[int, Case]]] = [[]]
+    total = 0
+    for item in cases:
+        cap = case_cap(item[1], limits) + 1024
+        if batches[-1] and total + cap > _BATCH_BYTES:
+            batches.append([])
+            total = 0
+        batches[-1].append(item)
+        total += cap
+    return batches
 
 
 def _parse_report(stdout: str, n: int) -> dict[int, tuple[str, str, str]]:
@@ -322,9 +339,10 @@ def _run_batches(
             "fn_name": req.fn_name,
             "setup": req.setup,
             "timeout": limits.timeout_s,
-            "cap": limits.output_cap,
             "max_timeouts": limits.max_timeouts,
-            "tests": [{"kind": c.kind, "input": c.input} for _, c in batch],
+            "tests": [
+                {"kind": c.kind, "input": c.input, "cap": case_cap(c, limits)} for _, c in batch
+            ],
         }
         wall = limits.timeout_s * (limits.max_timeouts + 0.25 * len(batch)) + 5.0
         jobs.append(

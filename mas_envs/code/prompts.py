@@ -233,7 +233,8 @@ def random_cases(problem: Problem, rng: np.random.Generator) -> str:
 def _arity(problem: Problem) -> int:
     """Positional parameters of the reference's ``fn_name`` (1 when unknown)."""
     try:
-        tree = ast.parse(problem.reference or problem.starter)
+        # A starter ends with an empty body (LiveCodeBench): complete it so it parses.
+        tree = ast.parse(problem.reference or problem.starter.rstrip() + "\n        pass\n")
     except Exception:
         return 1
     for node in ast.walk(tree):

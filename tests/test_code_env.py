@@ -573,6 +573,10 @@ def _write(tmp_path: Path, records: list) -> Path:
             r"field 'private_test_cases': neither JSON nor base64",
         ),
         ([{"title": "no known layout"}], r"record 0 \(line 1\): unknown layout"),
+        (
+            [{"question_content": "q", "metadata": '{"func_name": "f(x)"}'}],
+            r"field 'metadata': func_name 'f\(x\)' is not a Python identifier",
+        ),
         ([[1, 2]], r"record 0 \(line 1\): expected a JSON object"),
     ],
 )

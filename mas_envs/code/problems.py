@@ -306,6 +306,8 @@ def _apps(rec: _Record) -> Problem:
     if not isinstance(solutions, list):
         raise rec.error("solutions", "expected a JSON list of programs")
     fn_name = io_spec.get("fn_name")
+    if fn_name is not None and not (isinstance(fn_name, str) and fn_name.isidentifier()):
+        raise rec.error("input_output", f"fn_name {fn_name!r} is not a Python identifier")
     pid = rec.data.get("problem_id", rec.data.get("id", rec.index))
     tests: list[Case] = []
     for i, (inp, out) in enumerate(zip(inputs, outputs, strict=True)):
@@ -419,6 +421,8 @@ def _lcb_args(rec: _Record, field: str, text: str) -> tuple[Any, ...]:
 def _livecodebench(rec: _Record) -> Problem:
     meta = rec.json_field("metadata", {})
     fn_name = meta.get("func_name") if isinstance(meta, dict) else None
+    if fn_name is not None and not (isinstance(fn_name, str) and fn_name.isidentifier()):
+        raise rec.error("metadata", f"func_name {fn_name!r} is not a Python identifier")
     tests: list[Case] = []
     public: list[Case] = []
     for field in ("public_test_cases", "private_test_cases"):

@@ -466,6 +466,23 @@ def test_planner_sees_an_unreadable_or_rejected_proposal_explained():
     assert "Rule check of the proposal: rejected by the rules: erases the given clue" in prompt
 
 
+def test_tool_sees_the_rule_check_of_its_previous_proposal():
+    env = make_env(max_turns=5)
+    assert "Your proposal" not in env.observe("tool")["prompt"]
+    env.step("####\n" + format_grid(bytes(16), 4))
+    env.step("nothing")
+    prompt = env.observe("tool")["prompt"]
+    assert "Your proposal in turn 1 was rejected by the rules: erases the given clue" in prompt
+    env.step("no idea")
+    env.step("nothing")
+    assert "Your proposal in turn 2 could not be read: no grid" in env.observe("tool")["prompt"]
+    env.step(fill_text(env, first_free(env), env.solution[first_free(env)]))
+    env.step("nothing")
+    free = 16 - env.clues
+    prompt = env.observe("tool")["prompt"]
+    assert f"Your proposal in turn 3 kept the rules ({free - 1} cells empty)." in prompt
+
+
 def test_truncation_after_max_turns_without_success():
     env = make_env(max_turns=2)
     for _ in range(2):

@@ -18,7 +18,8 @@ grid, then clues removed while the solution stays unique.
 **Observation.** ``{"system": str, "prompt": str}``. The prompt shows the rules, the given clues
 (these never change), the current board with the number of empty cells, every move made so far
 (cells filled or erased, rejected and unreadable answers with the reason), the turn, for the
-planner the tool agent's proposal of this turn, and the answer format. See ``docs/envs/sudoku.md``
+planner the tool agent's proposal of this turn, for the tool the rule check of its previous
+proposal, and the answer format. See ``docs/envs/sudoku.md``
 for a full example.
 
 **Action.** Text; the answer is read after the last ``####`` line (else the last code fence, else
@@ -125,7 +126,7 @@ class SudokuEnv(TextEnv):
 
     def __init__(
         self, *, size: int = 4, clues: int | None = None, max_turns: int = 3, **kwargs: Any
-    ):
+    ) -> None:
         self.clues = check_config(size, clues)
         self.size = size
         super().__init__(max_turns=max_turns, **kwargs)
@@ -255,6 +256,8 @@ class SudokuEnv(TextEnv):
             f"Turn {self.turn + 1} of {self.max_turns}.",
         ]
         if agent == "tool":
+            if self._proposal is not None:
+                parts.append(self._own_proposal_text())
             parts.append(
                 "Propose the complete solution. It is scored but does not change the board; the "
                 "planner decides what is filled."
@@ -305,6 +308,17 @@ class SudokuEnv(TextEnv):
                 "erased " + ", ".join(f"row {i // n + 1} column {i % n + 1}" for i in erased)
             )
         return f"turn {turn + 1}: " + ("; ".join(done) if done else "no change")
+
+    def _own_proposal_text(self) -> str:
+        """Feedback on the tool's previous proposal (what the planner did is in the moves)."""
+        turn, grid, reason = self._proposal or (0, None, "")
+        if grid is None:
+            status = f"could not be read: {clean_text(reason)}"
+        elif reason:
+            status = f"was rejected by the rules: {reason}"
+        else:
+            status = f"kept the rules ({grid.count(0)} cells empty)"
+        return f"Your proposal in turn {turn + 1} {status}."
 
     def _proposal_text(self) -> str:
         if self._proposal is None or self._proposal[0] != self.turn:

@@ -335,6 +335,11 @@ def test_stuck_box_is_flagged():
     assert env.solution() is None
 
 
+def test_hand_made_level_that_starts_stuck_says_so():
+    env = _env("######\n#@_._#\n#____#\n#_$__#\n######", mode="single")
+    assert "the puzzle cannot be solved any more" in env.observe("planner")["prompt"]
+
+
 def test_oracle_is_optimal_and_solves_in_one_turn():
     env = mas_envs.make("mas/Sokoban-v0", mode="single", split="test")
     for seed in range(10):

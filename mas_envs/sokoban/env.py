@@ -73,6 +73,7 @@ import numpy as np
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
+from mas_envs.sokoban.prompts import build_prompt, failed_note, parse_answer
 from mas_envs.sokoban.board import Board, Rewards, parse_level, play
 from mas_envs.sokoban.generate import generate_level
 from mas_envs.sokoban.render import render_rgb
@@ -183,8 +184,10 @@ class SokobanEnv(TextEnv):
                 f"a Sokoban task id is a level id (an int >= 0) or a level's ASCII picture (a "
                 f"str); got {task_id!r}"
             )
-        self.board, self.player, self.boxes = level
-        self._status = (len(self.boxes & level.board.goals), False)  # (boxes on goals, stuck)
+        board = level.board
+        self.board, self.player, self.boxes = board, level.player, level.boxes
+        # (boxes on goals, stuck); a generated level is never stuck, a hand-made one may be.
+        self._status = (len(self.boxes & board.goals), not board.dead.isdisjoint(self.boxes))
         self.made = ()
         self.note = ""
         self.proposal = None
@@ -195,7 +198,7 @@ class SokobanEnv(TextEnv):
     def _apply(self, agent: str, text: str) -> Outcome:
         board = self.board
         assert board is not None, "reset() first"
-        moves, reason = prompts.parse_answer(text, self.max_moves)
+        moves, reason = parse_answer(text, self.max_moves)
         self._prompts = {}
         if not moves:
             if agent == "tool":
@@ -232,42 +235,43 @@ class SokobanEnv(TextEnv):
         self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
         if made:
             self.made += made
-        self.note = prompts.failed_note(invalid) if invalid else ""
+        self.note = failed_note(invalid) if invalid else ""
         if solved:
             return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
         return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
 
     def observe(self, agent: str) -> dict[str, str]:
-        # TextEnv.observe, without two method calls: observe runs after every step.
-        text = self._prompts.get(agent)
-        return {"system": self._systems[agent], "prompt": text or self._prompt(agent)}
+        # TextEnv.observe without its two method calls: observe runs after every step.
+        text = self._prompts.get(agent) or self._build_prompt(agent)
+        return {"system": self._systems[agent], "prompt": text}
 
     def _system(self, agent: str) -> str:
         return self._systems[agent]
 
     def _prompt(self, agent: str) -> str:
-        text = self._prompts.get(agent)
-        if text is None:
-            board = self.board
-            assert board is not None, "reset() first"
-            player, boxes = self.player, self.boxes
-            row, col = divmod(player, board.width)
-            on_goals, stuck = self._status
-            text = prompts.build_prompt(
-                agent,
-                board.render(player, boxes),
-                min(self.turn + 1, self.max_turns),
-                self.max_turns,
-                on_goals,
-                len(boxes),
-                row,
-                col,
-                self.made,
-                self.note,
-                stuck,
-                self.proposal if agent == "planner" and self.mode == "mas" else None,
-            )
-            self._prompts[agent] = text
+        return self._prompts.get(agent) or self._build_prompt(agent)
+
+    def _build_prompt(self, agent: str) -> str:
+        board = self.board
+        assert board is not None, "reset() first"
+        player, boxes = self.player, self.boxes
+        row, col = divmod(player, board.width)
+        on_goals, stuck = self._status
+        text = build_prompt(
+            agent,
+            board.render(player, boxes),
+            min(self.turn + 1, self.max_turns),
+            self.max_turns,
+            on_goals,
+            len(boxes),
+            row,
+            col,
+            self.made,
+            self.note,
+            stuck,
+            self.proposal if agent == "planner" and self.mode == "mas" else None,
+        )
+        self._prompts[agent] = text
         return text
 
     def _render_text(self) -> str:

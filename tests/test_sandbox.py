@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import sys
 import time
 import uuid
@@ -30,6 +31,7 @@ from mas_envs.sandbox import (
     run_many,
     run_python,
     runner,
+    seccomp,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning")
@@ -168,7 +170,7 @@ def test_isolation_is_bubblewrap_where_installed(monkeypatch):
     if HAS_BWRAP:
         assert name.startswith("bwrap+"), name
         if ROOT and cgroup.available():
-            assert name == "bwrap+uid+cgroup"
+            assert name == "bwrap+uid+cgroup" + ("+seccomp" if seccomp.supported() else "")
     monkeypatch.setenv(modes.ENV_VAR, "sandboxed-please")
     with pytest.raises(ValueError, match="auto, bwrap, rlimits-only"):
         isolation()
@@ -308,6 +310,7 @@ def test_network_is_unreachable():
         port = server.getsockname()[1]
         code = f"""
 import socket
+import struct
 import sys
 for addr in [("127.0.0.1", {port}), ("1.1.1.1", 53), ("10.0.0.1", 80)]:
     try:
@@ -447,6 +450,73 @@ def test_runs_as_an_unprivileged_user():
     uid, gid, *_ = res.stdout.split()
     if isolation() != "rlimits-only":
         assert int(uid) != 0 and int(gid) != 0
+
+
+SYSCALLS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+calls = {
+    "unshare-user": lambda: libc.unshare(0x10000000),
+    "unshare-mount": lambda: libc.unshare(0x00020000),
+    "clone-newuser": lambda: libc.syscall(56, 0x10000000 | 17, None, None, None, None),
+    "clone3": lambda: libc.syscall(435, None, 0),
+    "ptrace-attach": lambda: libc.ptrace(16, 1, None, None),
+    "mount": lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
+    "bpf": lambda: libc.syscall(321, 0, None, 0),
+    "io_uring": lambda: libc.syscall(425, 8, None),
+}
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    print(name, call(), os.strerror(ctypes.get_errno()))
+"""
+
+
+def test_seccomp_refuses_namespaces_tracing_and_mounts():
+    if "seccomp" not in isolation():
+        pytest.skip(f"no seccomp filter here ({isolation()})")
+    res = run_python(SYSCALLS)
+    assert res.verdict == Verdict.ok, res.stderr
+    lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert len(lines) == 8
+    for name, outcome in lines.items():
+        expected = "Function not implemented" if name == "clone3" else "Operation not permitted"
+        assert outcome == f"-1 {expected}", (name, outcome)
+
+
+def test_threads_subprocesses_and_multiprocessing_still_work():
+    code = """
+import multiprocessing, subprocess, sys, threading
+out = []
+threads = [threading.Thread(target=out.append, args=(i,)) for i in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(sorted(out))
+print(subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout)
+with multiprocessing.Pool(2) as pool:
+    print(pool.map(abs, [-1, -2, -3]))
+"""
+    res = run_python(code, timeout_s=20)
+    assert res.verdict == Verdict.ok, res.stderr
+    assert res.stdout.split("\n")[:3] == [str(list(range(8))), "42", ""]
+    assert "[1, 2, 3]" in res.stdout
+
+
+def test_seccomp_filter_is_well_formed():
+    prog = seccomp.x86_64_filter()
+    assert len(prog) % 8 == 0 and len(prog) // 8 == len(set(seccomp.X86_64_DENIED.values())) + 11
+    first = struct.unpack("=HBBI", prog[:8])
+    assert first == (0x20, 0, 0, 4)  # load the architecture before trusting any number
+
+
+def test_a_broken_seccomp_filter_falls_back_to_bubblewrap_without_it(monkeypatch):
+    if not (HAS_BWRAP and seccomp.supported()):
+        pytest.skip("needs bubblewrap on x86-64")
+    monkeypatch.setattr(runner, "_modes", {})
+    monkeypatch.setattr(runner, "_warned", set())
+    monkeypatch.setattr(seccomp, "x86_64_filter", lambda: b"\x06\x00\x00")  # not 8-byte units
+    with pytest.warns(RuntimeWarning, match="seccomp filter broke"):
+        name = isolation()
+    assert name.startswith("bwrap+") and "seccomp" not in name
 
 
 # ---------------------------------------------------------------- sandbox failures and fallback

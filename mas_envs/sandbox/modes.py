@@ -2,11 +2,12 @@
 
 Modes, from strongest to weakest (``isolation()`` returns the name):
 
-* ``bwrap+uid+cgroup`` (running as root, e.g. the dev and CI machines): bubblewrap in privileged
-  mode with fresh network, pid, ipc, uts and cgroup namespaces and a new root that holds only
-  ``/usr``, the interpreter's prefix (read-only), ``/proc``, a minimal ``/dev`` and two private
-  tmpfs (``/sandbox`` = cwd, ``/tmp``); the program then drops to a fresh unprivileged uid (so the
-  kernel applies ``RLIMIT_NPROC``) and runs in its own ``pids`` + ``memory`` cgroup.
+* ``bwrap+uid+cgroup+seccomp`` (running as root, e.g. the dev and CI machines): bubblewrap
+  in privileged mode with fresh network, pid, ipc, uts and cgroup namespaces and a new root that
+  holds only ``/usr``, the interpreter's prefix (read-only), ``/proc``, a minimal ``/dev`` and
+  private tmpfs (``/sandbox`` = cwd, ``/tmp``, ``/dev/shm``); the program then drops to a fresh
+  unprivileged uid (so the kernel applies ``RLIMIT_NPROC``) and runs in its own ``pids`` +
+  ``memory`` cgroup, under a seccomp filter (:mod:`mas_envs.sandbox.seccomp`, x86-64 only).
   Why not ``--unshare-user --uid 65534``: as root that maps the sandbox user to uid 0 outside,
   and the kernel skips the process-count limit for uid 0; a fork bomb would not stop.
 * ``bwrap+userns[+cgroup]`` (not root): the same, in an unprivileged user namespace.
@@ -56,12 +57,14 @@ class Mode:
         drop_uid: Whether the program switches to a fresh unprivileged uid (root only).
         userns: Whether bubblewrap runs unprivileged in a user namespace (not root).
         cgroup: Whether each run gets its own ``pids`` + ``memory`` cgroup.
+        seccomp: Whether bubblewrap installs :mod:`mas_envs.sandbox.seccomp`'s filter.
     """
 
     bwrap: str | None
     drop_uid: bool
     userns: bool
     cgroup: bool
+    seccomp: bool = False
 
     @property
     def name(self) -> str:
@@ -73,6 +76,8 @@ class Mode:
             parts.append("userns")
         if self.cgroup:
             parts.append("cgroup")
+        if self.seccomp:
+            parts.append("seccomp")
         return "+".join(parts) if len(parts) > 1 or self.bwrap else "rlimits-only"
 
     @property
@@ -129,12 +134,17 @@ def world_readable(path: str) -> bool:
 
 
 def bwrap_command(
-    mode: Mode, tmpfs_bytes: int, spec_fd: int, hold_fds: tuple[int, int] | None = None
+    mode: Mode,
+    tmpfs_bytes: int,
+    spec_fd: int,
+    hold_fds: tuple[int, int] | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line that runs the launcher for one run.
 
     With ``hold_fds = (info_fd, block_fd)`` bubblewrap reports its namespace init's pid on
     ``info_fd`` and waits, before starting the launcher, until a byte arrives on ``block_fd``.
+    ``seccomp_fd`` holds a compiled seccomp filter for the launcher and the program.
     """
     assert mode.bwrap is not None
     cmd = [
@@ -175,6 +185,8 @@ def bwrap_command(
     size = str(tmpfs_bytes)
     cmd += ["--proc", "/proc", "--dev", "/dev"]
     cmd += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
+    # POSIX semaphores and shared memory (multiprocessing's locks) live in /dev/shm.
+    cmd += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]
     cmd += ["--perms", "0777", "--size", size, "--tmpfs", SANDBOX_CWD]
     cmd += ["--perms", "0755", "--dir", os.path.dirname(SANDBOX_CODE)]
     cmd += ["--chdir", SANDBOX_CWD]
@@ -185,6 +197,8 @@ def bwrap_command(
         cmd += ["--unshare-user"]
     if hold_fds is not None:
         cmd += ["--info-fd", str(hold_fds[0]), "--block-fd", str(hold_fds[1])]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     return [*cmd, "--", *python_command(spec_fd)]
 
 

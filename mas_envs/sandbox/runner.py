@@ -33,7 +33,7 @@ import time
 import warnings
 from collections.abc import Sequence
 
-from mas_envs.sandbox import cgroup, modes
+from mas_envs.sandbox import cgroup, modes, seccomp
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
 
 log = logging.getLogger("mas_envs.sandbox")
@@ -168,10 +168,15 @@ def _detect(want: str) -> modes.Mode:
     if bwrap is None:
         why = "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)"
     else:
-        mode = modes.Mode(bwrap=bwrap, drop_uid=root, userns=not root, cgroup=use_cgroup)
+        mode = modes.Mode(bwrap, root, not root, use_cgroup, seccomp=seccomp.supported())
         failure = _probe(mode)
         if failure is None:
             return mode
+        if mode.seccomp:
+            plain = modes.Mode(bwrap, root, not root, use_cgroup, seccomp=False)
+            if _probe(plain) is None:
+                _warn_fallback(plain, f"the seccomp filter broke the test run: {failure}")
+                return plain
         why = failure
     if want == "bwrap":
         raise RuntimeError(f"{modes.ENV_VAR}=bwrap but the sandbox cannot use it: {why}")
@@ -185,9 +190,13 @@ def _interpreter_files() -> list[str]:
 
 def _probe(mode: modes.Mode) -> str | None:
     """``None`` when ``mode`` runs a program as it should, else what went wrong."""
-    code = "import os, socket\nprint('probe', os.getuid(), len(socket.if_nameindex()))\n"
+    code = (
+        "import os, socket, threading\n"
+        "t = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\n"
+        "print('probe', os.getuid(), len(socket.if_nameindex()))\n"
+    )
     res = _execute(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
-    words = res.stdout.split()
+    words = res.stdout.split()[1:]
     if res.verdict != Verdict.ok or len(words) != 3 or words[0] != "probe":
         return f"bubblewrap failed a test run ({res.verdict.value}): {res.stderr.strip()[-800:]}"
     if mode.drop_uid and words[1] == "0":
@@ -204,15 +213,16 @@ def _warn_fallback(mode: modes.Mode, why: str) -> None:
     if mode.name in _warned:
         return
     _warned.add(mode.name)
-    msg = (
-        f"mas_envs.sandbox: running model code WITHOUT bubblewrap isolation ({mode.name}): {why}. "
-        "Programs can read host files and use the network; only rlimits, a cleared environment "
-        "and a temporary working directory apply."
-    )
-    if not mode.limits_processes:
-        msg += (
-            " The process count is NOT limited (root without cgroups): a fork bomb is not stopped."
+    if mode.bwrap:
+        msg = f"mas_envs.sandbox: running model code without a seccomp filter ({mode.name}): {why}."
+    else:
+        msg = (
+            f"mas_envs.sandbox: running model code WITHOUT bubblewrap isolation ({mode.name}): "
+            f"{why}. Programs can read host files and use the network; only rlimits, a cleared "
+            "environment and a temporary working directory apply."
         )
+    if not mode.limits_processes:
+        msg += " The process count is NOT limited (root, no cgroups): a fork bomb is not stopped."
     log.warning(msg)
     warnings.warn(msg, RuntimeWarning, stacklevel=5)  # the caller of run_python
 
@@ -385,7 +395,11 @@ def _spawn_and_wait(
                 parent_fds += [info_r, block_w]
                 child_fds += [info_w, block_r]
                 hold, hold_fds = (info_r, block_w), (info_w, block_r)
-            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds)
+            filter_fd = None
+            if mode.seccomp:
+                filter_fd = _memfd("mas-sandbox-seccomp", seccomp.x86_64_filter())
+                child_fds.append(filter_fd)
+            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds, filter_fd)
             env = {"PATH": "/usr/bin:/bin"}
         else:
             argv = modes.python_command(spec_fd)

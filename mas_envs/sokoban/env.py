@@ -73,9 +73,9 @@ import numpy as np
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
-from mas_envs.sokoban.prompts import build_prompt, failed_note, parse_answer
 from mas_envs.sokoban.board import Board, Rewards, parse_level, play
 from mas_envs.sokoban.generate import generate_level
+from mas_envs.sokoban.prompts import build_prompt, failed_note, parse_answer
 from mas_envs.sokoban.render import render_rgb
 from mas_envs.sokoban.solver import solve
 

@@ -233,6 +233,9 @@ ACCEPT_GRIDS = [
     "<think>\n1 1 1 1\n</think>\n1 2 3 4\n3 4 1 2\n2 1 4 3\n4 3 2 1",
     "The solved grid is:\n```text\n1 2 3 4\n3 4 1 2\n2 1 4 3\n4 3 2 1\n```\nDone.",
     "Solution:\n1 2 3 4\n3 4 1 2\n2 1 4 3\n4 3 2 1",
+    "#### \\boxed{1 2 3 4\n3 4 1 2\n2 1 4 3\n4 3 2 1}",
+    "The answer is \\boxed{1234\n3412\n2143\n4321}",
+    "#### 1 2 3 4 | 3 4 1 2 | 2 1 4 3 | 4 3 2 1",
 ]
 
 

@@ -4,8 +4,8 @@ Answers come in two forms (the prompt promises both, with 1-based rows and colum
 
 * the whole grid, one row per line: ``1 2 . 4`` (``.``, ``0`` or ``_`` for an empty cell; any of
   ``, | ; [ ] ( ) ' "`` and spaces between digits; box lines such as ``----+----`` are skipped;
-  ``Row 1:`` labels are dropped; all ``n * n`` cells on one line also works, so JSON such as
-  ``[[1,2,3,4],[3,4,1,2],...]`` parses);
+  ``Row 1:`` labels and ``\\boxed{}`` are dropped; all ``n * n`` cells on one line also works,
+  so JSON such as ``[[1,2,3,4],[3,4,1,2],...]`` parses);
 * a list of fills ``[[row, column, digit], ...]`` (``(r, c, d)`` tuples too), rows and columns
   numbered from 1.
 
@@ -229,9 +229,11 @@ def parse_answer(text: str, n: int) -> Parsed:
                 tokenized = [_TOKENS.findall(g) for g in groups]
                 if 3 in map(len, tokenized):
                     return _fills(groups, tokenized, n)
-            return _grid(text, n)
+            return _grid(text.replace("\\boxed", "\n"), n)
     if "`" in region:
         region = _FENCE_MARK.sub("\n", region)
+    if "\\boxed" in region:  # math-tuned models box their answers: \boxed{...}
+        region = region.replace("\\boxed", "\n")
     if "[" in region or "(" in region:
         if _CLEAN_FILLS[n].fullmatch(region):
             # Fast path: nothing but fills of in-range digits, as the prompt asks (the general

@@ -77,7 +77,9 @@ def format_text(n: int) -> str:
 # Format examples: a board with a few digits, visibly not a solution to copy.
 _EXAMPLE = {
     4: bytes([1, 0, 0, 0, 0, 0, 2, 0, 0, 3, 0, 0, 0, 0, 0, 4]),
-    9: bytes([1 if i == 0 else 0 for i in range(81)]),
+    9: bytes(
+        r + 1 if i == r * 9 + r * 4 % 9 else 0 for r in range(9) for i in range(r * 9, r * 9 + 9)
+    ),
 }
 
 

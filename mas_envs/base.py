@@ -76,6 +76,8 @@ class TextEnv(AECEnv):
         split: Which task ids ``reset`` draws from: ``"train"``, ``"validation"`` or ``"test"``.
         render_mode: ``None``, ``"human"`` (prints the text view), ``"ansi"`` or, where the family supports it, ``"rgb_array"``.
         max_action_chars: Longer actions get a format penalty instead of being parsed.
+        agents: For families whose team size is a parameter: this instance's agent names in
+            turn order (default: ``roles[mode]``).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -97,6 +99,7 @@ class TextEnv(AECEnv):
         split: str = "train",
         render_mode: str | None = None,
         max_action_chars: int = text_spaces.MAX_ACTION_CHARS,
+        agents: Sequence[str] | None = None,
     ) -> None:
         super().__init__()
         if mode not in self.roles:
@@ -120,7 +123,7 @@ class TextEnv(AECEnv):
         self.split = split
         self.render_mode = render_mode
         self.max_action_chars = max_action_chars
-        self.possible_agents = list(self.roles[mode])
+        self.possible_agents = list(self.roles[mode] if agents is None else agents)
         self._last_role = self.possible_agents[-1]
         self._next_role = dict(
             zip(self.possible_agents, self.possible_agents[1:] + self.possible_agents[:1])
@@ -131,7 +134,7 @@ class TextEnv(AECEnv):
         self.task_id: TaskId | None = None
         self.turn = 0
         self.success = False
-        self.agents = []
+        self.agents: list[str] = []
 
     # ------------------------------------------------------------------ hooks for a family
 

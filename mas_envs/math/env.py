@@ -143,13 +143,6 @@ class MathEnv(TextEnv):
                 f"mode='single' has one reasoner and no tool; got n_reasoners={n_reasoners} "
                 f"(use mode='mas' for a team)"
             )
-        if n_reasoners > 1:
-            # The team size is per instance, and TextEnv.__init__ reads self.roles[mode]: shadow
-            # the class table with this instance's (via __dict__: it is declared a ClassVar).
-            self.__dict__["roles"] = {
-                "mas": ("tool", *(f"reasoner_{i}" for i in range(n_reasoners))),
-                "single": ("reasoner",),
-            }
         if not tool_timeout_s > 0:
             raise ValueError(f"tool_timeout_s must be > 0 seconds, got {tool_timeout_s!r}")
         if not isinstance(tool_memory_mb, int) or tool_memory_mb < 16:
@@ -161,6 +154,11 @@ class MathEnv(TextEnv):
             split=split,
             render_mode=render_mode,
             max_action_chars=max_action_chars,
+            agents=(
+                ("tool", *(f"reasoner_{i}" for i in range(n_reasoners)))
+                if n_reasoners > 1
+                else None
+            ),
         )
         self.n_reasoners = n_reasoners
         self.tool_timeout_s = float(tool_timeout_s)

@@ -74,7 +74,8 @@ class TextEnv(AECEnv):
         alpha: Weight of the team reward in each agent's reward, ``r = alpha * team + local``.
         max_turns: Turns (cycles through all roles) before the episode is truncated.
         split: Which task ids ``reset`` draws from: ``"train"``, ``"validation"`` or ``"test"``.
-        render_mode: ``None``, ``"human"`` (prints the text view), ``"ansi"`` or, where the family supports it, ``"rgb_array"``.
+        render_mode: ``None``, ``"human"`` (prints the text view), ``"ansi"`` or, where the
+            family supports it, ``"rgb_array"``.
         max_action_chars: Longer actions get a format penalty instead of being parsed.
         agents: For families whose team size is a parameter: this instance's agent names in
             turn order (default: ``roles[mode]``).
@@ -125,9 +126,8 @@ class TextEnv(AECEnv):
         self.max_action_chars = max_action_chars
         self.possible_agents = list(self.roles[mode] if agents is None else agents)
         self._last_role = self.possible_agents[-1]
-        self._next_role = dict(
-            zip(self.possible_agents, self.possible_agents[1:] + self.possible_agents[:1])
-        )
+        order = self.possible_agents
+        self._next_role = dict(zip(order, order[1:] + order[:1], strict=True))
         self._spaces: tuple[dict[str, spaces.Dict], dict[str, spaces.Text]] | None = None
         self._rng = np.random.default_rng()
         self._rng_shared = False
@@ -166,7 +166,7 @@ class TextEnv(AECEnv):
         """A well-formed but random answer for ``agent`` (default: ``agent_selection``)."""
         raise NotImplementedError
 
-    def _copy_state(self, new: TextEnv) -> None:  # noqa: B027 - optional hook
+    def _copy_state(self, new: TextEnv) -> None:
         """Copy mutable family state into ``new`` (which already shares every attribute)."""
 
     # ------------------------------------------------------------------ spaces

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["MOVE_DELTAS", "MOVES", "ParsedMoves", "format_moves", "parse_moves"]
+__all__ = ["MOVES", "MOVE_DELTAS", "ParsedMoves", "format_moves", "parse_moves"]
 
 MOVES = ("U", "D", "L", "R")
 MOVE_DELTAS: dict[str, tuple[int, int]] = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
@@ -52,7 +52,7 @@ def _answer_region(text: str) -> str:
     if "####" in text:
         return text.rsplit("####", 1)[1]
     labelled = None
-    for labelled in _LABELLED.finditer(text):
+    for labelled in _LABELLED.finditer(text):  # noqa: B007 - we want the last match
         pass
     if labelled is not None:
         rest = text[labelled.end() :]

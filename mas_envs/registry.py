@@ -12,8 +12,19 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ENVS", "GAME_SPLITS", "NUMERIC_ENVS", "EnvEntry", "entry", "list_envs", "make",
-           "make_numeric", "make_numeric_parallel", "make_parallel", "register_all"]
+__all__ = [
+    "ENVS",
+    "GAME_SPLITS",
+    "NUMERIC_ENVS",
+    "EnvEntry",
+    "entry",
+    "list_envs",
+    "make",
+    "make_numeric",
+    "make_numeric_parallel",
+    "make_parallel",
+    "register_all",
+]
 
 GAME_SPLITS: dict[str, range] = {
     "train": range(0, 1_000_000_000),
@@ -69,7 +80,7 @@ ENVS: dict[str, EnvEntry] = {
         EnvEntry(
             "mas/Math-v0",
             "mas_envs.math.env:MathEnv",
-            "Math problems: a tool agent runs Python in the sandbox, reasoners answer in \\boxed{}.",
+            "Math: a tool agent runs Python in the sandbox, a reasoner answers in \\boxed{}.",
         ),
         EnvEntry(
             "mas/Code-v0",

@@ -60,6 +60,24 @@ def test_extract_code_table(text, want):
     assert extract_code(text) == want
 
 
+PATHOLOGICAL = [
+    "```x\n" * 13_000,  # unclosed fences everywhere: a lazy regex needs minutes here
+    "**Test Input:**\n```x\n" * 3_000,
+    "Test Input:\n```x\n" + "```y\n" * 8_000 + "Test Output:\n" + "```z\n" * 3_000,
+    "assert add(1, 2) == 3\n" * 2_900,
+    "assert " + "add(1)+" * 9_000,
+]
+
+
+@pytest.mark.parametrize("text", PATHOLOGICAL, ids=range(len(PATHOLOGICAL)))
+def test_parsers_stay_fast_on_pathological_answers(text):
+    t = time.perf_counter()
+    extract_code(text)
+    for problem in (STDIO, CALL):
+        parse_cases(text, problem, max_cases=8)
+    assert time.perf_counter() - t < 3.0  # ~0.3 s on a loaded 2-core machine
+
+
 # ---------------------------------------------------------------------------- case parsing table
 
 STDIO = Problem("t/stdio", "sum", "stdio", (Case("stdio", "1 2\n", "3\n"),))

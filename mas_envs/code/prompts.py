@@ -7,7 +7,8 @@ Code extraction (:func:`extract_code`), in order:
    ```` ``` ````) that are closed: the LAST one is the program (models often show a draft, then
    the final version). Blocks tagged with another language (```` ```text ````, ```` ```bash ````)
    are skipped.
-3. An unclosed block at the end (a cut-off answer): its text, if nothing closed came before.
+3. An unclosed block at the end (a cut-off answer): its text, if no closed Python block came
+   before.
 4. No fence at all: the whole text, if it compiles as Python (a bare program); else nothing.
 
 Test-case parsing (:func:`parse_cases`): for stdin/stdout problems, pairs of ``**Test Input:**`` /
@@ -45,9 +46,33 @@ MAX_FIELD = 600
 MAX_ERROR = 600
 MAX_SHOWN_CASES = 5
 
-_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.M | re.S)
-_OPEN_FENCE = re.compile(r"^[ \t]*```[ \t]*([\w+#.-]*)[^\n]*\n", re.M)
+_TAG = re.compile(r"[\w+#.-]*")
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
+
+
+def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
+    """Closed ```` ``` ```` blocks of ``text`` as (lower-case tag, body), and an unclosed last one.
+
+    A line-by-line scan, linear in the text (a regular expression with a lazy body is quadratic
+    on hostile text full of unclosed fences). An opening fence is a line starting with three
+    backticks, then an optional tag; only a line of exactly three backticks closes a block.
+    """
+    closed: list[tuple[str, str]] = []
+    tag: str | None = None
+    body: list[str] = []
+    for line in text.split("\n"):
+        s = line.strip()
+        if tag is None:
+            if s.startswith("```"):
+                m = _TAG.match(s[3:].lstrip())
+                tag = m.group().lower() if m else ""
+                body = []
+        elif s == "```":
+            closed.append((tag, "\n".join(body)))
+            tag = None
+        else:
+            body.append(line)
+    return closed, (tag, "\n".join(body)) if tag is not None else None
 
 
 def _strip_think(text: str) -> str | None:
@@ -72,14 +97,14 @@ def extract_code(text: str) -> str | None:
     body = _strip_think(text)
     if body is None:
         return None
-    blocks = [m.group(2) for m in _FENCE.finditer(body) if m.group(1).lower() in _PY_TAGS]
+    closed, unclosed = fenced_blocks(body)
+    blocks = [code for tag, code in closed if tag in _PY_TAGS]
     if blocks:
         code = blocks[-1]
-    elif "```" in body:
-        opens = list(_OPEN_FENCE.finditer(body))
-        if not opens or opens[-1].group(1).lower() not in _PY_TAGS:
+    elif closed or unclosed:
+        if unclosed is None or unclosed[0] not in _PY_TAGS:
             return None
-        code = body[opens[-1].end() :]
+        code = unclosed[1]
     else:
         code = body if _compiles(body) else ""
     return code.strip("\n") + "\n" if code.strip() else None
@@ -95,9 +120,9 @@ _MARKER = re.compile(
 
 def _section(text: str) -> str:
     """A case's input/output: its first fenced block, else the plain text, trimmed."""
-    m = _FENCE.search(text)
-    if m:
-        return m.group(2).rstrip("\n")
+    closed, _ = fenced_blocks(text)
+    if closed:
+        return closed[0][1].rstrip("\n")
     lines = text.strip("\n").split("\n")
     return "\n".join(line.rstrip() for line in lines).strip("\n")
 

@@ -30,6 +30,7 @@ list that reaches the goal from Manhattan distance ``d`` earns about ``d`` in sh
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from typing import NamedTuple
 
@@ -94,15 +95,20 @@ a wall or the edge blocked, and ``reached`` whether the goal was reached. A plai
 built on every env step, and a NamedTuple's constructor would cost a third of ``run_moves``."""
 
 
-def _transitions(walls: tuple[bool, ...], rows: int, cols: int) -> tuple[int, ...]:
+@functools.lru_cache(maxsize=64)
+def _neighbours(rows: int, cols: int) -> tuple[int, ...]:
+    """Per cell and move, the neighbouring cell, or ``-1`` off the grid (walls not applied)."""
     out = []
     for cell in range(rows * cols):
         r, c = divmod(cell, cols)
         for dr, dc in _DELTAS:
             nr, nc = r + dr, c + dc
-            ok = 0 <= nr < rows and 0 <= nc < cols and not walls[nr * cols + nc]
-            out.append(nr * cols + nc if ok else -1)
+            out.append(nr * cols + nc if 0 <= nr < rows and 0 <= nc < cols else -1)
     return tuple(out)
+
+
+def _transitions(walls: tuple[bool, ...], rows: int, cols: int) -> tuple[int, ...]:
+    return tuple(-1 if n < 0 or walls[n] else n for n in _neighbours(rows, cols))
 
 
 def bfs(step: tuple[int, ...], n_cells: int, source: int) -> tuple[int, ...]:
@@ -123,7 +129,14 @@ def bfs(step: tuple[int, ...], n_cells: int, source: int) -> tuple[int, ...]:
     return tuple(dist)
 
 
-def make_level(rows: int, cols: int, walls: tuple[bool, ...], start: int, goal: int) -> Level:
+def make_level(
+    rows: int,
+    cols: int,
+    walls: tuple[bool, ...],
+    start: int,
+    goal: int,
+    step: tuple[int, ...] | None = None,
+) -> Level:
     """Build a :class:`Level` (with its tables) from a wall mask and two free cells.
 
     Raises:
@@ -135,7 +148,8 @@ def make_level(rows: int, cols: int, walls: tuple[bool, ...], start: int, goal: 
     for name, cell in (("start", start), ("goal", goal)):
         if not 0 <= cell < rows * cols or walls[cell]:
             raise ValueError(f"{name} cell {cell} is outside the grid or a wall")
-    step = _transitions(walls, rows, cols)
+    if step is None:
+        step = _transitions(walls, rows, cols)
     dist = bfs(step, rows * cols, goal)
     if dist[start] < 0:
         raise ValueError(f"goal {goal} is not reachable from start {start}")
@@ -168,11 +182,12 @@ def generate(rng: np.random.Generator, rows: int, cols: int, wall_prob: float) -
         if len(free) < 2:
             continue
         start = free[int(rng.integers(len(free)))]
-        dist = bfs(_transitions(walls, rows, cols), n, start)
+        step = _transitions(walls, rows, cols)
+        dist = bfs(step, n, start)
         reachable = [i for i in range(n) if dist[i] > 0]
         if reachable:
             goal = reachable[int(rng.integers(len(reachable)))]
-            return make_level(rows, cols, walls, start, goal)
+            return make_level(rows, cols, walls, start, goal, step)
     start, goal = (int(x) for x in rng.choice(n, size=2, replace=False))
     return make_level(rows, cols, (False,) * n, start, goal)
 

@@ -92,7 +92,9 @@ def main() -> None:
 
     mode = isolation()  # probe once, outside the timings
     _with_mode("rlimits-only", isolation)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"isolation: {mode}   python: {sys.version.split()[0]}   cpus: {os.cpu_count()}")
+    print(f"load average before: {load} (other jobs on the machine skew every variant alike)")
     print(f"program: {CODE!r}; {args.runs} runs x {args.repeats} rounds, medians\n")
 
     lat: dict[str, list[float]] = {"bare": [], "bare -S": [], "sandbox": [], "rlimits-only": []}
@@ -111,17 +113,17 @@ def main() -> None:
 
     base = statistics.median(lat["bare"])
     base_s = statistics.median(lat["bare -S"])
-    print(f"{'latency of one run':<28}{'median ms':>10}{'x bare':>9}{'x bare -S':>11}")
+    print(f"{'latency of one run':<38}{'median ms':>10}{'x bare':>9}{'x bare -S':>11}")
     for name, values in lat.items():
         label = f"sandbox ({mode})" if name == "sandbox" else name
         m = statistics.median(values)
-        print(f"{label:<28}{m * 1e3:>10.1f}{m / base:>9.2f}{m / base_s:>11.2f}")
+        print(f"{label:<38}{m * 1e3:>10.1f}{m / base:>9.2f}{m / base_s:>11.2f}")
     print()
     rate = {name: statistics.median(values) for name, values in tput.items()}
-    print(f"{f'runs/s, pool of {args.workers}':<28}{'median':>10}{'x bare':>9}{'x bare -S':>11}")
+    print(f"{f'runs/s, pool of {args.workers}':<38}{'median':>10}{'x bare':>9}{'x bare -S':>11}")
     for name, r in rate.items():
         label = "sandbox run_many" if name == "sandbox" else f"{name} subprocess"
-        print(f"{label:<28}{r:>10.1f}{r / rate['bare']:>9.2f}{r / rate['bare -S']:>11.2f}")
+        print(f"{label:<38}{r:>10.1f}{r / rate['bare']:>9.2f}{r / rate['bare -S']:>11.2f}")
     extra = statistics.median(lat["sandbox"]) - base_s
     print(
         f"\nsandbox latency over the same interpreter start-up (bare -S): {extra * 1e3:.1f} ms/run"

@@ -34,7 +34,7 @@ def b(text: str) -> bytes:
 
 
 GRID4 = b("1234 3412 2143 4321")
-# A classic 9x9 puzzle (Wikipedia's Sudoku article) and its solution, checked by hand there.
+# The example puzzle of Wikipedia's Sudoku article and the solution printed there.
 WIKI = b(
     "53..7.... 6..195... .98....6. 8...6...3 4..8.3..1 7...2...6 .6....28. ...419..5 ....8..79"
 )
@@ -113,7 +113,7 @@ def test_solve_known_puzzle_and_unsolvable():
     assert solve(WIKI, 9) == WIKI_SOLUTION
     assert solve(GRID4, 4) == GRID4
     assert solve(b("11.. .... .... ...."), 4) is None
-    # No conflict among the clues, but row 1 cannot be completed: 1, 2, 3 block its last cell.
+    # No conflict among the clues, but row 1 needs a 4 in column 4, which already has one.
     assert solve(b("123. .... .... ...4"), 4) is None
 
 
@@ -278,7 +278,7 @@ def test_parser_accepts_fill_lists_one_based(text, fills):
         ("I am not sure what to do here.", "no grid or fill list found"),
         ("#### up, up, left", "no grid or fill list found"),
         ("####\n1 2 3\n3 4 1", "found 2 grid rows with 3, 3 cells, expected 4 rows of 4"),
-        ("#### 1 2 3 4", "found 1 grid rows with 4 cells"),
+        ("#### 1 2 3 4", "found 1 grid row with 4 cells"),
         ("####\n1 2 3 4 1\n3 4 1 2 1\n2 1 4 3 1\n4 3 2 1 1", "expected 4 rows of 4"),
         ("####\n1 2 3 5\n3 4 1 2\n2 1 4 3\n4 3 2 1", "digit 5 in row 1 is not in 1-4"),
         ("#### [[0, 1, 2]]", "rows and columns are numbered 1 to 4 (1-based)"),
@@ -635,3 +635,41 @@ def test_fill_lists_parse_exactly_as_specified(triples, sep, outer, paren, n):
             assert "filled twice with different digits" in parsed.reason
             return
     assert parsed == (None, tuple(expected.items()), "")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**31),
+    size=st.sampled_from([4, 9]),
+    actions=st.lists(
+        st.one_of(st.integers(0, 728), st.text(max_size=30), st.just("oracle")), max_size=12
+    ),
+)
+def test_board_keeps_the_clues_and_the_rules_whatever_is_answered(seed, size, actions):
+    """Invariants of the real board under any answers; shaping telescopes to phi(end)."""
+    env = mas_envs.make("mas/Sudoku-v0", size=size, mode="single", max_turns=12)
+    env.reset(seed=seed)
+    free = size * size - env.clues
+    shaping = 0.0
+    for action in actions:
+        if env.terminations["planner"] or env.truncations["planner"]:
+            break
+        if action == "oracle":
+            text = env.oracle_action()
+        elif isinstance(action, int):
+            text = env.numeric_action_text("planner", action % size**3)
+        else:
+            text = action
+        env.step(text)
+        info = env.infos["planner"]
+        if info["parsed"] and info["valid"]:
+            shaping += info["local_reward"] - 2.0 * info["success"]
+        board = env.board
+        assert all(board[i] == v for i, v in enumerate(env.puzzle) if v)
+        assert conflict(board, size) == ""
+        assert info["success"] == (board == env.solution)
+    correct = sum(
+        1 for i, v in enumerate(env.board) if v and not env.puzzle[i] and v == env.solution[i]
+    )
+    wrong = sum(1 for i, v in enumerate(env.board) if v and not env.puzzle[i]) - correct
+    assert shaping == pytest.approx((correct - wrong) / free)

@@ -196,7 +196,11 @@ def _grid(region: str, n: int) -> Parsed:
         text = "".join(rows)
     else:
         sizes = ", ".join(str(len(row)) for row in rows[:12])
-        return _fail(f"found {len(rows)} grid rows with {sizes} cells, expected {n} rows of {n}", n)
+        return _fail(
+            f"found {len(rows)} grid row{'s' * (len(rows) != 1)} with {sizes} cells, "
+            f"expected {n} rows of {n}",
+            n,
+        )
     grid = text.encode("ascii").translate(_CELL_BYTES)
     if max(grid) > n:
         i = next(i for i, v in enumerate(grid) if v > n)

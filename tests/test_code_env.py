@@ -330,6 +330,7 @@ INVALID = "**Test Input:**\n```\n2 3\n```\n**Test Output:**\n```\n6\n```"
 def test_tester_reward(coder, tester, valid, agree, local):
     info = _tester_reward(coder, tester)
     assert (info["valid"], info["agree"], info["local_reward"]) == (valid, agree, local)
+    assert info["sandbox_errors"] == 0
     assert (info["team_reward"] == 1.0) is (coder == RIGHT)
 
 
@@ -364,6 +365,7 @@ def test_format_errors_are_penalised_and_explained():
     env.step("I would write a function.")
     info = env.infos["coder"]
     assert not info["parsed"] and info["local_reward"] == -1.0 and "```python" in info["reason"]
+    assert "sandbox_errors" not in info  # nothing ran
     env.step("the function looks fine to me")
     info = env.infos["tester"]
     assert not info["parsed"] and "assert add(" in info["reason"]
@@ -423,6 +425,27 @@ def test_prefetch_runs_k_candidates_in_one_call_then_steps_only_read(monkeypatch
     # Two candidates with the same input (new to the cache): reference and program run it once.
     env.prefetch([CATCHES.replace("2 3", "7 9"), INVALID.replace("2 3", "7 9")], "tester")
     assert calls[1] == 2
+
+
+def test_a_failing_sandbox_is_reported_and_not_cached(monkeypatch):
+    import mas_envs.sandbox as sandbox
+
+    def broken(jobs, **kw):
+        return [sandbox.ExecResult(sandbox.Verdict.sandbox_error, None, "", "no bwrap", 0.0)] * len(
+            jobs
+        )
+
+    env = _code_env()
+    env.reset(options={"problem_id": "builtin/add"})
+    program = _fence("def add(a, b):\n    return a + b  # sandbox failure test")
+    branch = env.clone()
+    monkeypatch.setattr(sandbox, "run_many", broken)
+    branch.step(program)
+    info = branch.infos["coder"]
+    assert info["sandbox_errors"] == info["hidden_total"] and info["pass_rate"] == 0.0
+    monkeypatch.undo()
+    env.step(program)  # the failure was not cached: the real sandbox runs it now
+    assert env.infos["coder"]["sandbox_errors"] == 0 and env.success
 
 
 def test_oracle_solves_in_one_turn_on_every_split():

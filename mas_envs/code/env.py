@@ -55,6 +55,10 @@ Rewards (each agent's reward is ``alpha * team + local``)
     whose input equals a ground-truth test's input; others are left out of the fraction
     (``valid`` = 0 when none can be judged).
 
+    ``infos`` add ``pass_rate``, ``hidden_passed``/``hidden_total``, ``cases_passed``, ``valid``,
+    ``agree`` and ``sandbox_errors`` (cases the sandbox itself failed to run: not the program's
+    fault; a trainer may drop such samples).
+
 Success
     The coder's current program passes every hidden test (``p == 1``).
 
@@ -287,6 +291,7 @@ class CodeEnv(TextEnv):
             "hidden_total": len(hidden),
             "cases_passed": sum(r.passed for r in fb),
             "cases_total": len(fb),
+            "sandbox_errors": sum(r.status == "sandbox_error" for r in results),
         }
         return Outcome(self.pass_rate, self.pass_rate, success, done=done, info=info)
 
@@ -337,6 +342,7 @@ class CodeEnv(TextEnv):
             "cases": len(cases),
             "cases_ignored": ignored,
             "cases_passed": sum(r.passed for r in prog) if prog is not None else 0,
+            "sandbox_errors": sum(r.status == "sandbox_error" for res in results for r in res),
         }
         return Outcome(local, self.pass_rate, self.success, done=done, info=info)
 

@@ -135,6 +135,12 @@ def test_exit_codes_and_errors(code, verdict, exit_code, in_stderr):
     assert "launcher" not in res.stderr and "<string>" not in res.stderr
 
 
+def test_closing_stdout_early_does_not_end_the_run():
+    code = "import os, sys, time\nos.close(1)\nos.close(2)\ntime.sleep(0.5)\nos._exit(3)"
+    res = run_python(code)
+    assert (res.verdict, res.exit_code) == (Verdict.runtime_error, 3)
+
+
 def test_deterministic_hash_seed():
     code = "print(list({'apple', 'pear', 'fig', 'kiwi', 'plum'}))"
     assert run_python(code).stdout == run_python(code).stdout

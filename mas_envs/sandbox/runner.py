@@ -501,7 +501,7 @@ def _collect(
     with selectors.DefaultSelector() as sel:
         for fd in (*streams, status_fd):
             sel.register(fd, selectors.EVENT_READ)
-        while streams:
+        while True:
             now = time.monotonic()
             if stopped is None and now >= deadline:
                 stopped = "timeout" if started else "startup"
@@ -510,8 +510,10 @@ def _collect(
                 # The main process is gone: nothing of the run may outlive it.
                 exited_at = now
                 _kill_all(proc, group)
-            if exited_at is not None and now - exited_at > 1.0:
-                break  # an escaped writer (rlimits-only mode) still holds the pipe
+            # Done when the program has exited and its pipes are drained (a program may close
+            # stdout early and go on). An escaped writer (rlimits-only) may hold them open: 1 s.
+            if exited_at is not None and (not streams or now - exited_at > 1.0):
+                break
             wait = min(deadline - now, 0.05) if stopped is None else 0.05
             for key, _ in sel.select(max(0.001, wait)):
                 data = os.read(key.fd, 1 << 16)

@@ -277,7 +277,7 @@ def test_infinite_loop_times_out():
     code = "import time\nt = time.time()\nwhile time.time() - t < 30: pass"
     res = run_python(code, timeout_s=1)
     assert res.verdict == Verdict.timeout
-    assert res.wall_s < 5
+    assert res.wall_s < 12  # the program is bounded at 30 s; a loaded machine needs slack
     assert "time limit" in res.stderr
 
 

@@ -15,7 +15,7 @@ from test_conformance import EXPECTED
 import mas_envs
 from mas_envs.policies import oracle_policy, play_episode, random_policy
 from mas_envs.sudoku import SudokuEnv
-from mas_envs.sudoku.board import (
+from mas_envs.sudoku.rules import (
     conflict,
     conflict_at,
     count_solutions,

@@ -4,7 +4,7 @@
    tried in an order drawn from the generator. Every valid grid can come out (unlike a fixed
    pattern permuted), and the whole draw is one generator call, so a seed is one grid.
 2. Clues are removed in an order drawn from the generator; a removal is kept only while the puzzle
-   keeps exactly one solution (:func:`~mas_envs.sudoku.board.has_other_solution`), until the
+   keeps exactly one solution (:func:`~mas_envs.sudoku.rules.has_other_solution`), until the
    requested number of clues is left. If a pass stops above it (no cell can go without a second
    solution), a new grid is drawn from the same generator. That happens only near the low ends of
    :data:`CLUE_RANGE` (never at the defaults), which are chosen to keep a reset fast.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mas_envs.sudoku.board import SIZES, geometry, has_other_solution
+from mas_envs.sudoku.rules import SIZES, geometry, has_other_solution
 
 __all__ = ["CLUE_RANGE", "DEFAULT_CLUES", "check_config", "generate", "random_full_grid"]
 
@@ -113,7 +113,7 @@ def generate(
         clues: Given digits; ``None`` for :data:`DEFAULT_CLUES`. Checked by :func:`check_config`.
 
     Returns:
-        ``(puzzle, solution)`` as boards (see :mod:`mas_envs.sudoku.board`).
+        ``(puzzle, solution)`` as boards (see :mod:`mas_envs.sudoku.rules`).
     """
     target = check_config(size, clues)
     cells = size * size

@@ -21,7 +21,7 @@ import re
 from typing import NamedTuple
 
 from mas_envs.spaces import clean_text
-from mas_envs.sudoku.board import SIZES, format_grid
+from mas_envs.sudoku.rules import SIZES, format_grid
 
 __all__ = ["Parsed", "format_fills", "parse_answer", "system_text"]
 
@@ -91,7 +91,7 @@ def format_fills(fills: tuple[tuple[int, int], ...] | list[tuple[int, int]], n: 
 class Parsed(NamedTuple):
     """What an answer says: a whole ``grid``, or ``fills`` ``(cell, digit)``, or a ``reason``.
 
-    Exactly one of ``grid`` (a board, see :mod:`mas_envs.sudoku.board`) and ``fills`` is set
+    Exactly one of ``grid`` (a board, see :mod:`mas_envs.sudoku.rules`) and ``fills`` is set
     when the answer parsed; both are ``None`` and ``reason`` says why when it did not.
     """
 

@@ -15,6 +15,8 @@ from test_conformance import EXPECTED
 import mas_envs
 from mas_envs.policies import oracle_policy, play_episode, random_policy
 from mas_envs.sudoku import SudokuEnv
+from mas_envs.sudoku.generate import CLUE_RANGE, check_config, generate, random_full_grid
+from mas_envs.sudoku.prompts import format_fills, parse_answer
 from mas_envs.sudoku.rules import (
     conflict,
     conflict_at,
@@ -24,8 +26,6 @@ from mas_envs.sudoku.rules import (
     has_other_solution,
     solve,
 )
-from mas_envs.sudoku.generate import CLUE_RANGE, check_config, generate, random_full_grid
-from mas_envs.sudoku.prompts import format_fills, parse_answer
 
 
 def b(text: str) -> bytes:

@@ -93,9 +93,9 @@ from mas_envs import registry
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku import prompts
-from mas_envs.sudoku.rules import conflict, conflict_at, format_grid, geometry
 from mas_envs.sudoku.generate import check_config, generate
 from mas_envs.sudoku.render import render_board
+from mas_envs.sudoku.rules import conflict, conflict_at, format_grid, geometry
 
 __all__ = ["SudokuEnv"]
 

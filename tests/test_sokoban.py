@@ -311,7 +311,10 @@ def test_format_error_penalty_and_feedback():
     )
     env.step("#### X")
     assert env.rewards["planner"] == -1.0
-    assert "The last answer did not parse, nothing moved:" in env.observe("tool")["prompt"]
+    assert (
+        "The planner's last answer did not parse, nothing moved:" in env.observe("tool")["prompt"]
+    )
+    assert "Your last answer did not parse, nothing moved:" in env.observe("planner")["prompt"]
 
 
 def test_prompt_shows_live_state_history_and_failures():
@@ -323,7 +326,7 @@ def test_prompt_shows_live_state_history_and_failures():
     prompt = env.observe("planner")["prompt"]
     assert "#__@$.#" in prompt and "you are at row 1, column 3" in prompt
     assert "Moves made so far (2): R, R" in prompt
-    assert "Failed moves of the last answer (you stayed put): U (move 2)" in prompt
+    assert "Failed moves of your last answer (you stayed put): U (move 2)" in prompt
     assert "turn 2 of 3" in prompt
 
 

@@ -151,7 +151,8 @@ class SokobanEnv(TextEnv):
         self.player = 0
         self.boxes: frozenset[int] = frozenset()
         self.made: tuple[str, ...] = ()
-        self.note = ""  # what went wrong with the last answer that could move the player
+        # What went wrong with the planner's last answer, as (planner, tool) read it.
+        self.note: prompts.Note = prompts.NO_NOTE
         self.proposal: str | None = None  # the tool's latest answer, as the planner sees it
         self.proposed_first: str | None = None
         self._solution: tuple[tuple[int, frozenset[int]], tuple[str, ...] | None] | None = None
@@ -189,7 +190,7 @@ class SokobanEnv(TextEnv):
         # (boxes on goals, stuck); a generated level is never stuck, a hand-made one may be.
         self._status = (len(self.boxes & board.goals), not board.dead.isdisjoint(self.boxes))
         self.made = ()
-        self.note = ""
+        self.note = prompts.NO_NOTE
         self.proposal = None
         self.proposed_first = None
         self._solution = None
@@ -235,7 +236,7 @@ class SokobanEnv(TextEnv):
         self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
         if made:
             self.made += made
-        self.note = failed_note(invalid) if invalid else ""
+        self.note = failed_note(invalid) if invalid else prompts.NO_NOTE
         if solved:
             return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
         return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
@@ -267,7 +268,7 @@ class SokobanEnv(TextEnv):
             row,
             col,
             self.made,
-            self.note,
+            self.note[agent == "tool"],
             stuck,
             self.proposal if agent == "planner" and self.mode == "mas" else None,
         )

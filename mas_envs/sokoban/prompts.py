@@ -12,7 +12,9 @@ from mas_envs.moves import ParsedMoves, format_moves, parse_moves
 from mas_envs.spaces import clean_text
 
 __all__ = [
+    "NO_NOTE",
     "SYSTEM",
+    "Note",
     "answer_text",
     "build_prompt",
     "failed_note",
@@ -87,7 +89,7 @@ def build_prompt(
         row: The player's row, counted from 0 at the top.
         col: The player's column, counted from 0 at the left.
         made: Moves made so far in the episode.
-        note: What went wrong with the last answer that could move the player (a line from
+        note: What went wrong with the planner's last answer, as ``role`` reads it (a line from
             :func:`failed_note` or :func:`unparsed_note`), or ``""``.
         stuck: A box can never reach a goal any more.
         proposal: For the planner in the team: the tool agent's latest proposal, as a line of
@@ -104,15 +106,27 @@ def build_prompt(
     )
 
 
-def failed_note(invalid: tuple[tuple[int, str], ...]) -> str:
+Note = tuple[str, str]
+"""A prompt line about the planner's last answer: (as the planner reads it, as the tool does)."""
+NO_NOTE: Note = ("", "")
+
+
+def failed_note(invalid: tuple[tuple[int, str], ...]) -> Note:
     """The prompt line on failed moves, from ``(index in the answer, move)`` pairs."""
     shown = ", ".join(f"{m} (move {i + 1})" for i, m in invalid)
-    return f"Failed moves of the last answer (you stayed put): {shown}\n"
+    return (
+        f"Failed moves of your last answer (you stayed put): {shown}\n",
+        f"Failed moves of the planner's last answer (the player stayed put): {shown}\n",
+    )
 
 
-def unparsed_note(reason: str) -> str:
-    """The prompt line on a last answer that did not parse."""
-    return f"The last answer did not parse, nothing moved: {clean_text(reason)}\n"
+def unparsed_note(reason: str) -> Note:
+    """The prompt line on a last answer of the planner that did not parse."""
+    why = clean_text(reason)
+    return (
+        f"Your last answer did not parse, nothing moved: {why}\n",
+        f"The planner's last answer did not parse, nothing moved: {why}\n",
+    )
 
 
 def proposal_line(moves: tuple[str, ...] | None, reason: str) -> str:

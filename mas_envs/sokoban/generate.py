@@ -5,15 +5,20 @@
    position; the outer ring stays wall. The floor is connected by construction.
 2. Goals and player: boxes are placed on random floor cells, each on its own goal (the solved
    state), and the player on another floor cell.
-3. Reverse play: ``REVERSE_STEPS`` random reverse moves (step to a free neighbour; half of the
-   actions also pull the box behind the player along). Every reverse move undoes a legal forward
+3. Reverse play: ``PULL_RUNS`` pull runs per box. A run walks the player to a random box it can
+   reach and pulls the box one or more cells (a geometric number, stopped by walls and boxes) in
+   one direction, the player stepping back ahead of it. Every reverse move undoes a legal forward
    move, so every state on the way can be solved by replaying the walk forwards. The level is the
-   state on the walk with the largest total displacement of the boxes from their starting goals
-   that is not already solved (gym-sokoban's score, without its exhaustive search).
+   state after the run with the largest total displacement of the boxes from their own goals
+   that is not solved (gym-sokoban's score, found by sampling instead of its exhaustive search),
+   with the player walked off to a random cell it can reach.
 
-A room whose walk never leaves the solved state is discarded and another one drawn, so a level is
-never trivial. All randomness comes from the generator passed in, drawn in batches (a Python float
-per draw is far cheaper than a call into the generator), which keeps a 6x6 level well under 1 ms.
+gym-sokoban's random reverse steps mostly shuffle the player about (with one box, most levels
+would need one push); pull runs give 6x6 one-box levels whose optimal solutions are 1-15 moves,
+median 6. A room whose play never leaves the solved state is discarded and another one drawn, so
+no level is solved at the start. All randomness comes from the generator passed in, drawn in
+batches (a Python float per draw is far cheaper than a call into the generator), which keeps a
+6x6 level near 0.15 ms.
 """
 
 from __future__ import annotations

@@ -371,10 +371,18 @@ def test_config_validation(kwargs, match):
         SokobanEnv(**kwargs)
 
 
+def test_level_ids_of_numpy_type_give_the_same_level():
+    a, b = SokobanEnv(), SokobanEnv()
+    a.reset(options={"task_id": 12345})
+    b.reset(options={"task_id": np.int64(12345)})
+    assert a.observe("tool") == b.observe("tool")
+
+
 def test_bad_task_ids_are_refused():
     env = SokobanEnv()
-    with pytest.raises(ValueError, match="a level id"):
-        env.reset(options={"task_id": -1})
+    for bad in (-1, 1.5, True, b"x"):
+        with pytest.raises(ValueError, match="a level id"):
+            env.reset(options={"task_id": bad})
     with pytest.raises(ValueError, match="does not fit"):
         env.reset(options={"task_id": "#" * 8 + "\n#@_$_.##\n" + "#" * 8})
     with pytest.raises(ValueError, match="solved already"):

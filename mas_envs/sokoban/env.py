@@ -66,6 +66,7 @@ Version history:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
@@ -177,8 +178,8 @@ class SokobanEnv(TextEnv):
                 )
             if level.boxes <= level.board.goals:
                 raise ValueError("a custom level must not be solved already")
-        elif isinstance(task_id, int) and not isinstance(task_id, bool) and task_id >= 0:
-            rng = np.random.default_rng(task_id)
+        elif isinstance(task_id, Integral) and not isinstance(task_id, bool) and task_id >= 0:
+            rng = np.random.default_rng(int(task_id))
             level = generate_level(rng, self.width, self.height, self.n_boxes)
         else:
             raise ValueError(

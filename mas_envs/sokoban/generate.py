@@ -15,10 +15,12 @@
 
 Random reverse steps (tried first: a step or a step-and-pull at random, 60 of them) mostly
 shuffle the player about: two in three 6x6 one-box levels were then solved by a single move. Pull
-runs give 6x6 one-box levels whose optimal solutions are 1-15 moves, median 6. A room whose play never leaves the solved state is discarded and another one drawn, so
-no level is solved at the start. All randomness comes from the generator passed in, drawn in
-batches (a Python float per draw is far cheaper than a call into the generator), which keeps a
-6x6 level near 0.15 ms.
+runs give 6x6 one-box levels whose optimal solutions are 1-15 moves, median 6.
+
+A room whose play never leaves the solved state is discarded and another one drawn, so no level
+is solved at the start. All randomness comes from the generator passed in, drawn in batches (a
+Python float per draw is far cheaper than a call into the generator), which keeps a 6x6 level
+near 0.15 ms.
 """
 
 from __future__ import annotations

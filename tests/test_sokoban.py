@@ -163,6 +163,41 @@ def test_solver_is_optimal_on_known_levels(level, length):
     assert res.solved and not res.invalid
 
 
+def _bfs_length(board, player, boxes) -> int | None:
+    """Fewest moves by plain breadth-first search (no heuristic, no pruning): the reference."""
+    steps = [board.steps[m] for m in "UDLR"]
+    seen = {(player, boxes)}
+    frontier = [(player, boxes)]
+    depth = 0
+    while frontier:
+        nxt = []
+        for p, bs in frontier:
+            if bs <= board.goals:
+                return depth
+            for d in steps:
+                q = p + d
+                if q in board.walls:
+                    continue
+                nbs = bs
+                if q in bs:
+                    if q + d in board.walls or q + d in bs:
+                        continue
+                    nbs = (bs - {q}) | {q + d}
+                if (q, nbs) not in seen:
+                    seen.add((q, nbs))
+                    nxt.append((q, nbs))
+        frontier, depth = nxt, depth + 1
+    return None
+
+
+@pytest.mark.parametrize(("width", "height", "n_boxes"), [(6, 6, 1), (7, 6, 2)])
+def test_solver_matches_plain_bfs_on_generated_levels(width, height, n_boxes):
+    for seed in range(200):
+        board, player, boxes = generate_level(np.random.default_rng(seed), width, height, n_boxes)
+        moves = solve(board, player, boxes)
+        assert moves is not None and len(moves) == _bfs_length(board, player, boxes)
+
+
 def test_solver_reports_unsolvable_and_solved():
     board, player, boxes = _level(BLOCKED)
     assert solve(board, player, boxes) is None

@@ -320,7 +320,9 @@ INVALID = "**Test Input:**\n```\n2 3\n```\n**Test Output:**\n```\n6\n```"
     [
         (WRONG, CATCHES, 1.0, 1.0, 1.0),  # valid case that exposes the bug
         (WRONG, MISSES, 1.0, 0.0, 0.5),  # valid, but the wrong program passes it
-        (WRONG, INVALID, 0.0, 1.0, 0.5),  # wrong expected output; rejects the program anyway
+        (WRONG, INVALID, 0.0, 0.0, 0.0),  # rejects the program, but with a wrong expected output
+        (WRONG, MISSES + "\n" + INVALID, 0.5, 0.0, 0.25),  # only the invalid case rejects it
+        (WRONG, MISSES + "\n" + CATCHES, 1.0, 1.0, 1.0),
         (RIGHT, CATCHES, 1.0, 1.0, 1.0),  # valid, and the correct program passes
         (RIGHT, INVALID, 0.0, 0.0, 0.0),  # rejects a correct program with a wrong case
         (RIGHT, CATCHES + "\n" + INVALID.replace("2 3", "1 1"), 0.5, 0.0, 0.25),

@@ -45,15 +45,16 @@ Rewards (each agent's reward is ``alpha * team + local``)
     coder       ``p`` of the program just written (the paper's coder reward)
     tester      ``0.5 * valid + 0.5 * agree``; ``valid`` = fraction of its cases on which the
                 reference solution's output equals the case's expected output;
-                ``agree`` = 1 if its cases' verdict on the coder's current program (passes all
-                of them or not) equals the hidden verdict (passes all hidden tests or not),
-                else 0 (0 when the coder has no program yet)
+                ``agree`` = 1 if its cases judge the coder's current program right: a program
+                that passes all hidden tests passes all the cases, a program that fails some
+                hidden test fails at least one VALID case; else 0 (0 when the coder has no
+                program yet). Invalid cases never earn a catch.
     format      ``-1`` local (no program found / no well-formed case), episode goes on
     ==========  =====================================================================
 
     Problems without a reference solution (LiveCodeBench): ``valid`` is judged only on cases
     whose input equals a ground-truth test's input; others are left out of the fraction
-    (``valid`` = 0 when none can be judged).
+    (``valid`` = 0 when none can be judged) and cannot earn a catch.
 
     ``infos`` add ``pass_rate``, ``hidden_passed``/``hidden_total``, ``cases_passed``, ``valid``,
     ``agree`` and ``sandbox_errors`` (cases the sandbox itself failed to run: not the program's
@@ -328,9 +329,11 @@ class CodeEnv(TextEnv):
         done = False
         prog = results[-1] if self.program is not None else None
         if prog is not None:
-            passes_cases = all(r.passed for r in prog)
-            agree = float(passes_cases == self.success)
-            done = passes_cases
+            done = all(r.passed for r in prog)
+            if self.success:  # a correct program: no case may reject it
+                agree = float(done)
+            else:  # a wrong program: a case with a right expected output must catch it
+                agree = float(any(v and not r.passed for v, r in zip(valid, prog, strict=True)))
         self.cases = tuple(cases)
         self.case_results = prog
         note = f"Only your first {self.max_cases} cases were used." if ignored else ""

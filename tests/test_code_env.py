@@ -585,6 +585,14 @@ def test_env_runs_on_a_file_without_references(tmp_path):
         env.oracle_action("coder")
 
 
+def test_records_without_tests_are_skipped_with_a_warning(tmp_path):
+    good = {"question": "q", "input_output": '{"inputs": ["1"], "outputs": ["1"]}'}
+    path = _write(tmp_path, [good, {"question": "q2", "input_output": ""}])
+    with pytest.warns(UserWarning, match=r"skipped 1 record\(s\) without test cases .*record 1"):
+        problems = load_problems(path)
+    assert [p.id for p in problems] == ["apps/0"]
+
+
 def _write(tmp_path: Path, records: list) -> Path:
     path = tmp_path / "bad.jsonl"
     path.write_text("\n".join(r if isinstance(r, str) else json.dumps(r) for r in records))
@@ -595,7 +603,7 @@ def _write(tmp_path: Path, records: list) -> Path:
     ("records", "match"),
     [
         (
-            [{"question": "q", "input_output": "{}", "solutions": "[]"}],
+            [{"question": "q", "input_output": '{"inputs": [1]}', "solutions": "[]"}],
             r"bad.jsonl: record 0 \(line 1\): field 'input_output'",
         ),
         (

@@ -15,7 +15,8 @@ handle the examples.
 
 Splits: a record's own ``split`` field when it has one, else a stable hash of the problem id
 (80% train, 10% validation, 10% test), so splits are disjoint and never change when problems are
-added. ``file_split=`` puts a whole file into one split (the env's ``problems={split: path}``
+added. Records without any test (APPS has some with an empty ``input_output``) are skipped with a
+warning. ``file_split=`` puts a whole file into one split (the env's ``problems={split: path}``
 form uses it: evaluate on, e.g., APPS ``test.jsonl`` as ``{"test": path}``).
 """
 
@@ -27,6 +28,7 @@ import hashlib
 import io
 import json
 import pickle
+import warnings
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -232,6 +234,7 @@ def _records(path: Path) -> Iterator[_Record]:
 
 def _read_file(path: Path) -> Iterator[Problem]:
     readers = None
+    skipped: list[str] = []
     for rec in _records(path):
         if readers is None:
             keys = set(rec.data)
@@ -249,7 +252,17 @@ def _read_file(path: Path) -> Iterator[Problem]:
                     "public_tests, private_tests, generated_tests, solutions) or LiveCodeBench "
                     "(question_content, public_test_cases, private_test_cases, metadata)",
                 )
-        yield readers(rec)
+        problem = readers(rec)
+        if problem.tests:
+            yield problem
+        else:
+            skipped.append(rec.where())
+    if skipped:
+        # Real releases have such records (APPS: an empty input_output): nothing can judge them.
+        warnings.warn(
+            f"{path}: skipped {len(skipped)} record(s) without test cases (first: {skipped[0]})",
+            stacklevel=3,
+        )
 
 
 def _read_builtin(path: Path) -> Iterator[Problem]:
@@ -296,7 +309,9 @@ def _lines_block(text: str) -> str:
 
 def _apps(rec: _Record) -> Problem:
     question = rec.get("question", str)
-    io_spec = rec.json_field("input_output")
+    io_spec = rec.json_field("input_output", {})
+    if io_spec == {}:
+        io_spec = {"inputs": [], "outputs": []}
     if not isinstance(io_spec, dict):
         raise rec.error("input_output", "expected an object with 'inputs' and 'outputs'")
     inputs, outputs = io_spec.get("inputs"), io_spec.get("outputs")

@@ -71,6 +71,18 @@ def test_conflict_at_checks_only_the_changed_cells_against_their_peers():
     assert conflict_at(board, 4, []) == ""
 
 
+def test_conflict_at_agrees_with_conflict_after_one_change():
+    rng = np.random.default_rng(5)
+    for n in (4, 9):
+        for _ in range(300):
+            board = bytearray(random_full_grid(rng, n))
+            for i in rng.choice(n * n, size=int(rng.integers(0, n * n)), replace=False):
+                board[i] = 0
+            cell = int(rng.integers(n * n))
+            board[cell] = int(rng.integers(0, n + 1))
+            assert conflict_at(bytes(board), n, [cell]) == conflict(bytes(board), n)
+
+
 @pytest.mark.parametrize(
     ("board", "n", "limit", "expected"),
     [

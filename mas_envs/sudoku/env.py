@@ -84,7 +84,8 @@ digit of the tool agent's latest proposed grid (planner in ``mas`` mode; zeros o
 
 from __future__ import annotations
 
-from operator import eq, itemgetter
+from itertools import compress
+from operator import eq, itemgetter, ne
 from typing import Any, ClassVar
 
 import numpy as np
@@ -297,9 +298,9 @@ class SudokuEnv(TextEnv):
         if after is None:
             return f"turn {turn + 1}: {clean_text(note)}; the board did not change"
         n = self.size
-        pairs = list(enumerate(zip(before, after, strict=True)))
-        filled = [(i, v) for i, (u, v) in pairs if u != v and v]
-        erased = [i for i, (u, v) in pairs if u and not v]
+        changed = list(compress(range(n * n), map(ne, before, after)))  # in C, no Python loop
+        filled = [(i, after[i]) for i in changed if after[i]]
+        erased = [i for i in changed if not after[i]]
         done = []
         if filled:
             done.append("filled " + prompts.format_fills(filled, n))

@@ -104,14 +104,17 @@ def conflict(board: bytes, n: int) -> str:
 def conflict_at(board: bytes, n: int, cells: Iterable[int]) -> str:
     """:func:`conflict`, when only ``cells`` can clash (the rest of ``board`` is known clean).
 
-    Checks each cell against its peers only (one C call per cell), which is what a move of a few
-    fills on a valid board needs.
+    Checks each cell against its peers (one C call per cell) and names the row, column or box of
+    the first clash, which is what a move of a few fills on a valid board needs.
     """
-    peer_getters = geometry(n).peer_getters
+    geo = geometry(n)
     for i in cells:
         v = board[i]
-        if v and v in peer_getters[i](board):
-            return conflict(board, n)
+        if v and v in geo.peer_getters[i](board):
+            r, c, b = geo.rcb[i]
+            for unit in (r, n + c, 2 * n + b):
+                if geo.unit_getters[unit](board).count(v) > 1:
+                    return f"{_UNIT_KIND[unit // n]} {unit % n + 1} has the digit {v} twice"
     return ""
 
 

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up mas-rl in ./.venv on a fresh Linux machine: the CPU build of torch first (a bare `torch`
+# would pull a multi-GB CUDA build), then mas-rl with the extras given as the first argument
+# (default: train), and bubblewrap, the sandbox for model-written code, where it is missing.
+#
+#   scripts/setup.sh                          # the trainer (mas-train, mas-eval)
+#   scripts/setup.sh train,code,math,test     # everything the test suite needs
+set -euo pipefail
+extras="${1:-train}"
+cd "$(dirname "$0")/.."
+
+if ! command -v bwrap >/dev/null 2>&1; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "installing bubblewrap (the sandbox for model-written code)"
+        apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap >/dev/null
+    else
+        echo "WARNING: bubblewrap (bwrap) is missing: model-written code would run with rlimits" \
+             "only. Install it with: sudo apt-get install bubblewrap" >&2
+    fi
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q torch==2.13.0
+.venv/bin/pip install -q -e ".[$extras]"
+echo "mas-rl is installed in .venv with extras [$extras]"

@@ -2,7 +2,8 @@
 
 ``mas-train [PRESET] [--config FILE] [--section.field VALUE ...]``; with no arguments it runs the
 embedded default (``plan-path-tiny``: a tiny model on a small Plan-Path, on the CPU).
-``mas-eval --env ID --policy {random,oracle,MODEL,RUN} --episodes N [--output PATH]``.
+``mas-eval --env ID --policy {random,oracle,MODEL,RUN} --episodes N [--output PATH]``;
+``mas-eval --suite NAME --policy P --output FILE`` runs a benchmark suite (``mas_trainer.suite``).
 """
 
 from __future__ import annotations
@@ -132,9 +133,16 @@ def _print_summary(summary: dict) -> None:
 
 def eval_main(argv: Sequence[str] | None = None) -> int:
     """``mas-eval``: greedy held-out evaluation with a 95% Wilson interval on success."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if any(a == "--suite" or a.startswith("--suite=") for a in argv):
+        from mas_trainer.suite import suite_main  # benchmark suites -> leaderboard result files
+
+        return suite_main(argv)
     parser = argparse.ArgumentParser(
         prog="mas-eval",
         description="Evaluate a policy on an env's test split (greedy decoding; the first N tasks).",
+        epilog="Benchmark suites (leaderboard result files): mas-eval --suite games-v0 --policy P "
+        "--output R.json (mas-eval --suite games-v0 --help lists the options).",
     )
     parser.add_argument("--env", required=True, help="env id, e.g. mas/PlanPath-v0")
     parser.add_argument(

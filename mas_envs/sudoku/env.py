@@ -163,6 +163,7 @@ class SudokuEnv(TextEnv):
         # Text caches (derived from the state above; immutable values, shared by clones).
         self._history_lines: tuple[str, ...] = ()
         self._board_cache: tuple[bytes | None, str] = (None, "")
+        self._proposal_cache: tuple[tuple[int, bytes | None, str] | None, str] = (None, "")
         self._proposal: tuple[int, bytes | None, str] | None = None
 
     @property
@@ -322,9 +323,15 @@ class SudokuEnv(TextEnv):
         return f"Your proposal in turn {turn + 1} {status}."
 
     def _proposal_text(self) -> str:
-        if self._proposal is None or self._proposal[0] != self.turn:
+        proposal = self._proposal
+        if proposal is None or proposal[0] != self.turn:
             return "The tool agent has made no proposal this turn."
-        _, grid, reason = self._proposal
+        if self._proposal_cache[0] is not proposal:
+            self._proposal_cache = (proposal, self._format_proposal(proposal))
+        return self._proposal_cache[1]
+
+    def _format_proposal(self, proposal: tuple[int, bytes | None, str]) -> str:
+        _, grid, reason = proposal
         if grid is None:
             return f"The tool agent's answer could not be read: {clean_text(reason)}"
         if reason:

@@ -242,12 +242,12 @@ _CHARS = bytes.maketrans(bytes(range(10)), b".123456789")
 
 @cache
 def _template(n: int, boxes: bool) -> str:
-    """A ``str.format`` template with one ``{}`` per cell (a constant per size)."""
-    row = " ".join(["{}"] * n)
+    """A ``%`` template with one ``%s`` per cell (a constant per size; faster than format)."""
+    row = " ".join(["%s"] * n)
     if not boxes:
         return "\n".join([row] * n)
     b = isqrt(n)
-    row = " | ".join([" ".join(["{}"] * b)] * b)
+    row = " | ".join([" ".join(["%s"] * b)] * b)
     rule = "-+-".join(["-" * (2 * b - 1)] * b)
     bands = ["\n".join([row] * b)] * b
     return ("\n" + rule + "\n").join(bands)
@@ -262,4 +262,4 @@ def format_grid(board: bytes, n: int, *, boxes: bool = False) -> str:
         boxes: Draw ``|`` and ``-`` lines between boxes (for people and prompts; the parser
             accepts answers with or without them).
     """
-    return _template(n, boxes).format(*board.translate(_CHARS).decode("ascii"))
+    return _template(n, boxes) % tuple(board.translate(_CHARS).decode("ascii"))

@@ -376,6 +376,7 @@ def test_progress_shaping_rewards_correct_cells_and_punishes_wrong_ones():
     cell = first_free(env)
     info = step_planner(env, fill_text(env, cell, env.solution[cell]))
     assert info["local_reward"] == pytest.approx(1 / free) and not info["success"]
+    assert info["empty"] == free - 1 and info["valid"]
     assert env.board[cell] == env.solution[cell]
     wcell, digit = wrong_but_legal(env)
     info = step_planner(env, fill_text(env, wcell, digit))
@@ -427,6 +428,7 @@ def test_a_conflicting_move_is_rejected_and_the_board_stays():
     info = step_planner(env, fill_text(env, cell, digit))
     assert info["local_reward"] == -0.5 and not info["valid"] and info["parsed"]
     assert f"has the digit {digit} twice" in info["reason"] and env.board == env.puzzle
+    assert info["empty"] == 16 - env.clues  # the rejected fill is not counted
     assert "turn 1: rejected: " in env.observe("tool")["prompt"]
 
 
@@ -444,7 +446,8 @@ def test_a_grid_with_dots_erases_earlier_fills():
 def test_format_error_is_the_format_penalty_with_a_reason():
     env = make_env()
     info = step_planner(env, "I think the answer is obvious.")
-    assert info["local_reward"] == -1.0 and not info["parsed"]
+    assert info["local_reward"] == -1.0 and not info["parsed"] and not info["valid"]
+    assert info["empty"] == 16 - env.clues
     assert "no grid or fill list found" in info["reason"]
     assert "turn 1: not read: no grid or fill list found" in env.observe("tool")["prompt"]
 

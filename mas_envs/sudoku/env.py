@@ -71,8 +71,9 @@ paper's: a whole solution fits in one answer, so three turns leave two correctio
 for the env's ``size`` and ``clues``; ids per split are ``GAME_SPLITS`` (disjoint).
 
 **Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 25-80, default 30;
-fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells
-after the answer, on the board it was scored on) and ``valid`` (the answer kept the rules).
+fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells on
+the board after the answer; for the tool, on the copy; a rejected or unreadable answer changes
+nothing) and ``valid`` (the answer parsed and kept the rules).
 
 **Numeric view.** ``size**3`` discrete actions, one fill each (``a = (row * size + col) * size +
 digit - 1``, 0-based, as text ``#### [[row+1, col+1, digit]]``), and a ``(2 * size + 1, size,
@@ -231,7 +232,8 @@ class SudokuEnv(TextEnv):
 
     def _apply(self, agent: str, text: str) -> Outcome:
         reward, new, reason, score = self._judge(text)
-        info = None if new is None else {"valid": not reason, "empty": new.count(0)}
+        after = self._board if new is None or reason else new  # a rejected answer changes nothing
+        info = {"valid": not reason, "empty": after.count(0)}
         if agent == "tool":
             self._proposal = (self.turn, new, reason)
             return Outcome(reward, parsed=new is not None, reason=reason, info=info)

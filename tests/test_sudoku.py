@@ -194,6 +194,7 @@ def test_generation_is_deterministic_and_varied():
         ({"size": 5}, r"size must be one of \[4, 9\], got 5"),
         ({"size": "4"}, "size must be one of"),
         ({"size": True}, "size must be one of"),
+        ({"size": 4.0}, "size must be one of"),
         ({"size": 4, "clues": 3}, r"clues must be an int from 4 to 15 for size 4.*got 3"),
         ({"size": 4, "clues": 16}, "clues must be an int from 4 to 15"),
         ({"size": 9, "clues": 17}, r"clues must be an int from 25 to 80 for size 9.*got 17"),

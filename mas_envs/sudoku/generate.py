@@ -40,7 +40,7 @@ def check_config(size: int, clues: int | None) -> int:
     Raises:
         ValueError: naming the parameter, the value and the allowed values.
     """
-    if isinstance(size, bool) or size not in SIZES:
+    if isinstance(size, bool) or not isinstance(size, int) or size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
     if clues is None:
         return DEFAULT_CLUES[size]

@@ -23,7 +23,7 @@ from typing import NamedTuple
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku.rules import SIZES, format_grid
 
-__all__ = ["Parsed", "format_fills", "parse_answer", "system_text"]
+__all__ = ["Parsed", "format_fills", "format_text", "parse_answer", "rules_text", "system_text"]
 
 _SYSTEM = {
     ("mas", "tool"): (

@@ -207,6 +207,13 @@ def test_bad_config_is_a_clear_value_error(kwargs, match):
         mas_envs.make("mas/Sudoku-v0", **kwargs)
 
 
+def test_numpy_ints_are_accepted_as_config():
+    env = mas_envs.make("mas/Sudoku-v0", size=np.int64(9), clues=np.int32(40))
+    assert (env.size, env.clues) == (9, 40) and type(env.size) is int
+    env.reset(seed=0)
+    assert sum(v > 0 for v in env.puzzle) == 40
+
+
 def test_clue_range_ends_are_reachable():
     for size, (low, high) in CLUE_RANGE.items():
         assert high == size * size - 1

@@ -130,11 +130,11 @@ class SudokuEnv(TextEnv):
         self, *, size: int = 4, clues: int | None = None, max_turns: int = 3, **kwargs: Any
     ) -> None:
         self.clues = check_config(size, clues)
-        self.size = size
+        self.size = int(size)
         super().__init__(max_turns=max_turns, **kwargs)
-        geo = geometry(size)
-        self._rules = prompts.rules_text(size, geo.box, max_turns)
-        self._format = prompts.format_text(size)
+        geo = geometry(self.size)
+        self._rules = prompts.rules_text(self.size, geo.box, max_turns)
+        self._format = prompts.format_text(self.size)
         self._systems = {a: prompts.system_text(self.mode, a) for a in self.possible_agents}
 
     # ------------------------------------------------------------------ task

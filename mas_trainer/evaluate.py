@@ -24,6 +24,7 @@ from mas_envs.base import TextEnv
 from mas_trainer.rollout import Episode, TreeRollout
 
 __all__ = [
+    "env_factory",
     "evaluate_engines",
     "evaluate_reference",
     "load_checkpoint_policies",
@@ -32,6 +33,32 @@ __all__ = [
     "summarize",
     "wilson_interval",
 ]
+
+
+def env_factory(env_id: str, **kwargs: Any) -> Callable[[], TextEnv]:
+    """A factory of fresh envs: ``env_id`` is a registered id or ``package.module:Class``.
+
+    The entry-point form runs any ``TextEnv`` subclass of your own through the trainer and
+    ``mas-eval`` without registering it.
+    """
+    import importlib
+
+    import mas_envs
+
+    if ":" in env_id and not env_id.startswith("mas/"):
+        module, _, name = env_id.partition(":")
+        env_cls = getattr(importlib.import_module(module), name)
+
+        def make_custom() -> TextEnv:
+            return env_cls(**kwargs)
+
+        return make_custom
+    mas_envs.registry.entry(env_id)  # an unknown id fails here, with a did-you-mean
+
+    def make() -> TextEnv:
+        return mas_envs.make(env_id, **kwargs)
+
+    return make
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -75,6 +102,7 @@ def evaluate_engines(
     *,
     max_new_tokens: int,
     keep_transcripts: bool = False,
+    system_message: bool = True,
 ) -> tuple[dict[str, float], list[Episode]]:
     """Play one greedy episode per task with the given engines; return metrics and episodes."""
     from mas_trainer.engines import SamplingParams
@@ -87,6 +115,7 @@ def evaluate_engines(
         k=1,
         params=SamplingParams(greedy=True, max_tokens=max_new_tokens),
         keep_transcripts=keep_transcripts,
+        system_message=system_message,
     )
     result = rollout.run(list(task_ids), uid_prefix="eval/")
     roles = make_env().possible_agents
@@ -143,24 +172,39 @@ def _checkpoint_folder(path: Path) -> Path | None:
 
 
 def load_checkpoint_policies(
-    path: str | Path, *, device: str, dtype: Any
+    path: str | Path, *, device: str, dtype: Any, batch_size: int = 64
 ) -> tuple[dict[str, Any], Any, dict[str, str]] | None:
     """Load every policy of a run checkpoint; None when ``path`` is not a run or checkpoint.
 
     Returns:
-        ``(models by policy name, tokenizer, policy_of role -> policy)``.
+        ``(engines by policy name, tokenizer, policy_of role -> policy)``.
     """
+    from mas_trainer.engines import TransformersEngine
     from mas_trainer.models import load_model
 
     folder = _checkpoint_folder(Path(path))
     if folder is None:
         return None
     state = json.loads((folder / "trainer_state.json").read_text())
-    models = {}
-    tokenizer = None
-    for policy in sorted(set(state["policy_of"].values())):
-        models[policy], tokenizer = load_model(str(folder / policy), device=device, dtype=dtype)
-    return models, tokenizer, dict(state["policy_of"])
+    names = sorted(set(state["policy_of"].values()))
+    engines = {}
+    if (folder / "base").is_dir():  # per_role_lora: one base, one adapter per policy
+        from peft import PeftModel
+
+        base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
+        model = PeftModel.from_pretrained(base, str(folder / "adapters" / names[0]),
+                                          adapter_name=names[0])
+        for name in names[1:]:
+            model.load_adapter(str(folder / "adapters" / name), adapter_name=name)
+        model.eval()
+        for name in names:
+            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size,
+                                               adapter=name)
+    else:
+        for name in names:
+            model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)
+            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size)
+    return engines, tokenizer, dict(state["policy_of"])
 
 
 def run_eval(
@@ -174,6 +218,7 @@ def run_eval(
     env_options: Mapping[str, Any] | None = None,
     role_map: Mapping[str, str] | None = None,
     max_new_tokens: int = 64,
+    system_message: bool = True,
     device: str = "cpu",
     dtype: str = "float32",
     seed: int = 0,
@@ -191,6 +236,8 @@ def run_eval(
         env_options: Extra env constructor arguments (difficulty).
         role_map: ``{role: policy_role}``: play ``role`` with the policy that plays ``policy_role``.
         max_new_tokens: Token limit per agent turn.
+        system_message: Send the env's system text (as the policy was trained; a run folder's
+            config decides this in ``mas-eval``).
         device: torch device for model policies.
         dtype: ``float32`` or ``bfloat16``.
         seed: Seed of the random policy.
@@ -199,15 +246,10 @@ def run_eval(
         A JSON-able dict: env, policy, split, episodes, success and its 95% Wilson interval, mean
         turns, mean returns per role, and the role -> policy map used.
     """
-    import mas_envs
-
     kwargs: dict[str, Any] = {"mode": mode, "split": split, **(env_options or {})}
     if max_turns is not None:
         kwargs["max_turns"] = max_turns
-
-    def make_env() -> TextEnv:
-        return mas_envs.make(env_id, **kwargs)
-
+    make_env = env_factory(env_id, **kwargs)
     probe = make_env()
     roles = list(probe.possible_agents)
     task_ids = list(probe.task_ids(split)[:episodes])
@@ -226,10 +268,10 @@ def run_eval(
         loaded = load_checkpoint_policies(policy, device=device, dtype=torch_dtype)
         if loaded is None:
             model, tokenizer = load_model(policy, device=device, dtype=torch_dtype, seed=seed)
-            models = {"shared": model}
+            engines = {"shared": TransformersEngine(model, tokenizer)}
             policy_of = dict.fromkeys(roles, "shared")
         else:
-            models, tokenizer, policy_of = loaded
+            engines, tokenizer, policy_of = loaded
         unknown = sorted(set(roles) - set(policy_of))
         if unknown:
             raise ValueError(f"the checkpoint has no policy for roles {unknown} of {env_id}")
@@ -239,9 +281,14 @@ def run_eval(
                     f"--role-map {role}={source}: both sides must be roles of {env_id} {roles}"
                 )
         policy_of = {r: policy_of[(role_map or {}).get(r, r)] for r in roles}
-        engines = {p: TransformersEngine(m, tokenizer) for p, m in models.items()}
         metrics, _ = evaluate_engines(
-            make_env, engines, tokenizer, policy_of, task_ids, max_new_tokens=max_new_tokens
+            make_env,
+            engines,
+            tokenizer,
+            policy_of,
+            task_ids,
+            max_new_tokens=max_new_tokens,
+            system_message=system_message,
         )
     return {
         "env_id": env_id,

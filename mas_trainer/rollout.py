@@ -41,16 +41,17 @@ class _Tokenizer(Protocol):
     def decode(self, token_ids: Any, **kwargs: Any) -> str: ...
 
 
-def encode_prompt(tokenizer: _Tokenizer, observation: Mapping[str, str]) -> list[int]:
+def encode_prompt(
+    tokenizer: _Tokenizer, observation: Mapping[str, str], *, system: bool = True
+) -> list[int]:
     """Chat-format one agent observation (system text + user prompt) into prompt token ids.
 
     Each (agent, turn) call is one single-turn chat, as in the paper: the env writes the history
-    the agent needs into its prompt.
+    the agent needs into its prompt. ``system=False`` leaves the system message out.
     """
-    messages = [
-        {"role": "system", "content": observation["system"]},
-        {"role": "user", "content": observation["prompt"]},
-    ]
+    messages = [{"role": "user", "content": observation["prompt"]}]
+    if system:
+        messages.insert(0, {"role": "system", "content": observation["system"]})
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
     if isinstance(ids, Mapping) or hasattr(
         ids, "input_ids"
@@ -129,7 +130,10 @@ class TreeRollout:
         mode: ``"tree"`` or ``"parallel"``.
         tie_break: ``"first"`` or ``"random"``: which best-reward branch a root continues from.
         seed: Seeds tie breaks and the engines' sampling.
-        keep_transcripts: Record prompt and action texts of the chosen path in each :class:`Episode`.
+        keep_transcripts: Record prompt and action texts of the chosen path in each
+            :class:`Episode`.
+        system_message: Send the env's system text as a system message (see
+            :func:`encode_prompt`).
     """
 
     def __init__(
@@ -145,6 +149,7 @@ class TreeRollout:
         tie_break: str = "first",
         seed: int = 0,
         keep_transcripts: bool = False,
+        system_message: bool = True,
     ) -> None:
         if mode not in ("tree", "parallel"):
             raise ValueError(f"unknown rollout mode {mode!r}; choose 'tree' or 'parallel'")
@@ -164,6 +169,7 @@ class TreeRollout:
         self.mode = mode
         self.tie_break = tie_break
         self.keep_transcripts = keep_transcripts
+        self.system_message = system_message
         self.rng = np.random.default_rng(seed)
 
     def _start(self, task_ids: Sequence[Any], uid_prefix: str) -> list[_Lane]:
@@ -201,7 +207,7 @@ class TreeRollout:
             for lane in live:
                 agent = lane.env.agent_selection
                 obs = lane.env.observe(agent)
-                prompt_ids = encode_prompt(self.tokenizer, obs)
+                prompt_ids = encode_prompt(self.tokenizer, obs, system=self.system_message)
                 item = (lane, agent, obs, prompt_ids)
                 by_policy.setdefault(self.policy_of[agent], []).append(item)
             # 2. one generate call per policy across every lane's candidates
@@ -241,13 +247,10 @@ class TreeRollout:
         env = lane.env
         turn = env.turn
         group = (lane.group_uid, turn, agent)
-        branches = [env] if len(cands) == 1 else [env.clone() for _ in cands]
-        texts = []
+        texts = [self.tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in cands]
+        branches = self._step_branches(env, texts)
         out = []
         for branch, comp in zip(branches, cands, strict=False):
-            text = self.tokenizer.decode(comp.token_ids, skip_special_tokens=True)
-            branch.step(text)
-            texts.append(text)
             info = branch.infos[agent]
             out.append(
                 TrainSample(
@@ -278,6 +281,16 @@ class TreeRollout:
                 }
             )
         return out
+
+    def _step_branches(self, env: TextEnv, texts: list[str]) -> list[TextEnv]:
+        """Step one clone of ``env`` per text (``env`` itself when there is one text).
+
+        The ray backend overrides this to step the clones on env-worker actors.
+        """
+        branches = [env] if len(texts) == 1 else [env.clone() for _ in texts]
+        for branch, text in zip(branches, texts, strict=True):
+            branch.step(text)
+        return branches
 
     def _best(self, rewards: Sequence[float]) -> int:
         top = max(rewards)

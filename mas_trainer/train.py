@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from mas_trainer.config import TrainConfig, config_to_dict
-from mas_trainer.evaluate import evaluate_engines
+from mas_trainer.evaluate import env_factory, evaluate_engines
 from mas_trainer.outputs import RunDir
 from mas_trainer.rollout import RolloutResult, TreeRollout
 from mas_trainer.samples import TrainSample
@@ -66,56 +66,14 @@ class Policy:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-class _AdapterEngine:
-    """An engine that activates one LoRA adapter of a shared peft model before generating."""
-
-    def __init__(self, engine: Any, model: Any, adapter: str) -> None:
-        self.engine, self.model, self.adapter = engine, model, adapter
-
-    def generate(self, prompts: Any, params: Any, seed: int | None = None) -> Any:
-        self.model.set_adapter(self.adapter)
-        return self.engine.generate(prompts, params, seed=seed)
-
-    def load_weights(self, state_dict: Any) -> None:
-        self.engine.load_weights(state_dict)
-
-
-class _AdapterLearner:
-    """A learner whose updates train one LoRA adapter of a shared peft model."""
-
-    def __init__(self, learner: Any, model: Any, adapter: str) -> None:
-        self.learner, self.model, self.adapter = learner, model, adapter
-
-    def update(self, batch: list[TrainSample]) -> dict[str, float]:
-        self.model.set_adapter(self.adapter)
-        return self.learner.update(batch)
-
-    def sft_update(self, batch: list[TrainSample]) -> dict[str, float]:
-        self.model.set_adapter(self.adapter)
-        return self.learner.sft_update(batch)
-
-    def state_dict(self) -> dict[str, Any]:
-        return self.learner.state_dict()
-
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.learner.load_state_dict(state)
-
-
 def _roles_and_env_factory(cfg: TrainConfig, split: str) -> tuple[list[str], Callable[[], Any]]:
-    import mas_envs
-
+    """The env's roles and a factory of fresh envs of ``split`` (``env.id`` may be ``mod:Class``)."""
     kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
-    kwargs.update(cfg.env.options)
-
-    def make_env() -> Any:
-        return mas_envs.make(cfg.env.id, split=split, **kwargs)
-
+    make_env = env_factory(cfg.env.id, split=split, **kwargs, **cfg.env.options)
     try:
         probe = make_env()
     except TypeError as err:  # an unknown env option
-        raise ValueError(
-            f"env {cfg.env.id!r} rejected --env.options {cfg.env.options}: {err}"
-        ) from err
+        raise ValueError(f"env {cfg.env.id!r} rejected --env.options {cfg.env.options}: {err}") from err
     return list(probe.possible_agents), make_env
 
 
@@ -142,29 +100,16 @@ def _build_policies(
 
     policies: dict[str, Policy] = {}
     if cfg.algo.policy_map == "per_role_lora":
-        try:
-            from peft import LoraConfig, PeftModel, get_peft_model
-        except ImportError as e:
-            raise ImportError(
-                "algo.policy_map=per_role_lora needs peft: pip install 'mas-rl[lora]'"
-            ) from e
+        from mas_trainer.models import add_lora_adapters
+
         base, tokenizer = load(str(load_from / "base") if load_from else cfg.model.name)
-        targets = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
-        lora = LoraConfig(r=cfg.algo.lora_r, lora_alpha=cfg.algo.lora_alpha, target_modules=targets)
-        first, *rest = policy_names
-        if load_from:
-            model = PeftModel.from_pretrained(
-                base, str(load_from / first), adapter_name=first, is_trainable=True
-            )
-            for name in rest:
-                model.load_adapter(str(load_from / name), adapter_name=name, is_trainable=True)
-        else:
-            model = get_peft_model(base, lora, adapter_name=first)
-            for name in rest:
-                model.add_adapter(name, lora)
-        engine = TransformersEngine(model, tokenizer, batch_size=cfg.model.engine_batch_size)
+        # Fresh adapters; on resume the learners' state restores each adapter's trained weights.
+        model = add_lora_adapters(base, policy_names, r=cfg.algo.lora_r, alpha=cfg.algo.lora_alpha)
         for name in policy_names:
-            policies[name] = Policy(name, model, _AdapterEngine(engine, model, name), adapter=name)
+            engine = TransformersEngine(
+                model, tokenizer, batch_size=cfg.model.engine_batch_size, adapter=name
+            )
+            policies[name] = Policy(name, model, engine, adapter=name)
         return policies, tokenizer
     first_model, tokenizer = load(str(load_from / policy_names[0]) if load_from else cfg.model.name)
     for i, name in enumerate(policy_names):
@@ -177,37 +122,40 @@ def _build_policies(
     return policies, tokenizer
 
 
-def _make_learner(cfg: TrainConfig, policy: Policy, *, lr: float) -> Any:
-    """A learner for ``policy`` at learning rate ``lr`` (the warm start and RL use their own)."""
+def _make_learner(
+    cfg: TrainConfig, policy: Policy, tokenizer: Any, *, lr: float, mini_batch_size: int
+) -> Any:
+    """A learner for ``policy`` (the warm start and RL each get their own optimiser state)."""
     import torch
 
     from mas_trainer.learner import Learner
 
-    if policy.adapter is not None:
-        policy.model.set_adapter(policy.adapter)  # only this adapter's weights are trainable now
-    ref_model = None
-    if cfg.algo.kl_coef > 0:
-        ref_model = copy.deepcopy(policy.model).eval()
-        for p in ref_model.parameters():
-            p.requires_grad_(False)
-    learner = Learner(
+    # The ray backend puts a remote learner factory here; it takes the same arguments.
+    return policy.extra.get("learner_factory", Learner)(
         policy.model,
         lr=lr,
         weight_decay=cfg.optim.weight_decay,
         grad_clip=cfg.optim.grad_clip,
-        mini_batch_size=cfg.optim.mini_batch_size,
+        mini_batch_size=mini_batch_size,
+        micro_batch_size=cfg.optim.micro_batch_size or None,
         temperature=cfg.rollout.temperature,
         top_p=cfg.rollout.top_p,
         clip_low=cfg.algo.clip_low,
         clip_high=cfg.algo.clip_high,
         dual_clip=cfg.algo.dual_clip or None,
-        kl_coef=cfg.algo.kl_coef,
-        ref_model=ref_model,
-        dtype=getattr(torch, cfg.model.dtype),
+        kl_coef=cfg.algo.kl_coef,  # the learner keeps a frozen copy of the policy as reference
+        dtype=None if cfg.model.autocast == "none" else getattr(torch, cfg.model.autocast),
+        adapter=policy.adapter,
+        pad_token_id=tokenizer.pad_token_id,
+        seed=cfg.run.seed,
     )
-    if policy.adapter is not None:
-        return _AdapterLearner(learner, policy.model, policy.adapter)
-    return learner
+
+
+def _sync_engines(policies: dict[str, Policy]) -> None:
+    """Give engines that hold their own weights (vLLM, remote) the learners' (no-op when shared)."""
+    for pol in policies.values():
+        if pol.engine is not None and getattr(pol.engine, "model", pol.model) is not pol.model:
+            pol.engine.load_weights(pol.model.state_dict())
 
 
 def _save(run: RunDir, step: int, policies: dict[str, Policy], tokenizer: Any, state: dict) -> Path:
@@ -215,21 +163,20 @@ def _save(run: RunDir, step: int, policies: dict[str, Policy], tokenizer: Any, s
     import torch
 
     def write(folder: Path) -> None:
-        saved_base = False
+        lora = any(pol.adapter is not None for pol in policies.values())
+        if lora:  # one frozen base + adapters/<role>/ (peft's layout for named adapters)
+            model = next(iter(policies.values())).model
+            base = model.get_base_model()
+            clean = {  # the frozen base without peft's wrapping
+                k.replace(".base_layer.", "."): v
+                for k, v in base.state_dict().items()
+                if "lora_" not in k
+            }
+            base.save_pretrained(folder / "base", state_dict=clean)
+            tokenizer.save_pretrained(folder / "base")
+            model.save_pretrained(folder / "adapters")
         for name, pol in policies.items():
-            if pol.adapter is not None:
-                if not saved_base:  # one frozen base for all adapters
-                    pol.model.get_base_model().save_pretrained(folder / "base")
-                    tokenizer.save_pretrained(folder / "base")
-                    saved_base = True
-                pol.model.save_pretrained(folder / "_adapters", selected_adapters=[name])
-                src = (
-                    folder / "_adapters" / name
-                    if (folder / "_adapters" / name).is_dir()
-                    else (folder / "_adapters")
-                )
-                src.rename(folder / name)
-            else:
+            if not lora:
                 pol.model.save_pretrained(folder / name)
                 tokenizer.save_pretrained(folder / name)
             if pol.learner is not None:
@@ -296,6 +243,7 @@ def _evaluate(cfg: TrainConfig, run: RunDir, ctx: dict[str, Any], step: int, tag
         ctx["eval_tasks"],
         max_new_tokens=cfg.rollout.max_new_tokens,
         keep_transcripts=cfg.run.log_transcripts > 0,
+        system_message=cfg.rollout.system_message,
     )
     if cfg.run.log_transcripts:
         run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
@@ -336,7 +284,16 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     }
     if ckpt is not None:
         state = json.loads((ckpt / "trainer_state.json").read_text())
-    policies, tokenizer = _build_policies(cfg, names, ckpt)
+    if cfg.run.backend == "ray":  # engines and learners as Ray actors (mas_trainer.ray_backend)
+        from mas_trainer.ray_backend import build_policies as build_ray_policies
+
+        policies, tokenizer = build_ray_policies(cfg, names, ckpt, make_env)
+    else:
+        policies, tokenizer = _build_policies(cfg, names, ckpt)
+    if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
+        from mas_trainer.vllm_engine import attach_vllm_engines
+
+        attach_vllm_engines(cfg, policies, tokenizer)
     rng = np.random.default_rng(cfg.run.seed)
     if ckpt is not None:
         rng.bit_generator.state = state["rng"]
@@ -395,8 +352,13 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             train_ids[int(i)]
             for i in rng.integers(len(train_ids), size=cfg.optim.warmstart_episodes)
         ]
-        data = oracle_samples(make_env, tokenizer, policy_of, tasks, rng=rng)
-        sft = {n: _make_learner(cfg, p, lr=cfg.optim.warmstart_lr) for n, p in policies.items()}
+        data = oracle_samples(make_env, tokenizer, policy_of, tasks, rng=rng,
+                              system_message=cfg.rollout.system_message)
+        sft = {
+            n: _make_learner(cfg, p, tokenizer, lr=cfg.optim.warmstart_lr,
+                             mini_batch_size=cfg.optim.warmstart_batch_size)
+            for n, p in policies.items()
+        }
         bar = tqdm(total=cfg.optim.warmstart_steps, desc="warm start", disable=not show)
 
         def on_step(i: int, m: dict[str, float]) -> None:
@@ -415,6 +377,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         )
         bar.close()
         del sft
+        _sync_engines(policies)
         m = _evaluate(cfg, run, ctx, 0, "warmstart")
         m = {k.replace("eval/", "eval_warmstart/"): v for k, v in m.items()}
         run.log(
@@ -434,7 +397,8 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 3. RL steps
     for pol in policies.values():
-        pol.learner = _make_learner(cfg, pol, lr=cfg.optim.lr)
+        pol.learner = _make_learner(cfg, pol, tokenizer, lr=cfg.optim.lr,
+                                    mini_batch_size=cfg.optim.mini_batch_size)
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
             pol.learner.load_state_dict(
                 torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
@@ -464,12 +428,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
             metrics["perf/update_s"] = time.perf_counter() - t1
             # 3.4 sync: engines that hold their own weights get the learner's (no-op when shared)
-            for pol in policies.values():
-                if (
-                    pol.engine is not None
-                    and getattr(pol.engine, "model", pol.model) is not pol.model
-                ):
-                    pol.engine.load_weights(pol.model.state_dict())
+            _sync_engines(policies)
             step += 1
             metrics["perf/step_s"] = time.perf_counter() - t0
             # 3.5 log / eval / save

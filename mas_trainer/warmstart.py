@@ -36,6 +36,7 @@ def oracle_samples(
     *,
     rng: np.random.Generator,
     explore: float = 0.3,
+    system_message: bool = True,
 ) -> list[TrainSample]:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
@@ -46,6 +47,7 @@ def oracle_samples(
         task_ids: Training tasks to play.
         rng: Draws which actions are explored and the random answers.
         explore: Probability that a step executes a random answer instead of the oracle's.
+        system_message: Include the env's system text in the prompt (as the rollouts do).
 
     Returns:
         Samples whose ``completion_ids`` are the oracle text followed by the end-of-turn token.
@@ -63,7 +65,7 @@ def oracle_samples(
             ids = [*list(tokenizer.encode(target, add_special_tokens=False)), eos]
             out.append(
                 TrainSample(
-                    prompt_ids=encode_prompt(tokenizer, env.observe(agent)),
+                    prompt_ids=encode_prompt(tokenizer, env.observe(agent), system=system_message),
                     completion_ids=ids,
                     logprobs=[0.0] * len(ids),
                     reward=0.0,

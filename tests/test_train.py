@@ -1,0 +1,174 @@
+"""The training loop end to end on a tiny model and a digit-copying env (fast), and learning (slow)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from mas_trainer.config import build_config
+from mas_trainer.outputs import RunDir, read_metrics
+from mas_trainer.train import train
+
+FAST = [
+    "--env.id", "digit_env:DigitEnv", "--env.options", "{}", "--env.max_turns", "2",
+    "--rollout.tasks_per_step", "2", "--rollout.max_new_tokens", "3", "--rollout.system_message",
+    "true", "--optim.steps", "2", "--optim.warmstart_steps", "2", "--optim.warmstart_episodes",
+    "8", "--optim.warmstart_batch_size", "8", "--optim.mini_batch_size", "16", "--optim.lr",
+    "1e-3", "--eval.episodes", "4", "--run.threads", "1", "--run.progress", "false",
+    "--run.save_every", "1",
+]  # fmt: skip
+
+
+def fast_config(tmp_path, *extra: str):
+    return build_config("plan-path-tiny", overrides=[*FAST, "--run.out_dir", str(tmp_path), *extra])
+
+
+def initial_params():
+    from mas_trainer.models import build_tiny_model
+
+    model, _ = build_tiny_model("tiny", seed=0)
+    return {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def changed(folder, before) -> bool:
+    from mas_trainer.models import load_model
+
+    model, _ = load_model(str(folder), device="cpu")
+    after = model.state_dict()
+    return any(not torch.equal(after[k], before[k]) for k in before)
+
+
+def test_run_folder_has_everything(tmp_path):
+    cfg = fast_config(tmp_path, "--run.name", "r")
+    summary = train(cfg)
+    run = tmp_path / "r"
+    assert json.loads((run / "config.json").read_text())["rollout"]["k"] == cfg.rollout.k
+    records = read_metrics(run / "metrics.jsonl")
+    init = [r for r in records if r["phase"] == "init"]
+    final = [r for r in records if r["phase"] == "final"]
+    rl = [r for r in records if r["phase"] == "rl"]
+    assert init[0]["step"] == 0 and "eval/success" in init[0]
+    assert final[0]["step"] == 2 and "eval/success" in final[0]
+    assert 0.0 <= final[0]["eval/success_ci_low"] <= final[0]["eval/success_ci_high"] <= 1.0
+    assert any("eval_warmstart/success" in r for r in records)
+    assert [r["step"] for r in rl] == [1, 2]
+    for key in ("rollout/turns_mean", "rollout/reward/caller", "rollout/reward/echo",
+                "algo/zero_var_groups", "perf/tokens_per_s", "loss/policy"):
+        assert key in rl[0], key
+    assert list(run.glob("events.out.tfevents*"))
+    assert (run / "plots" / "reward_per_role.png").stat().st_size > 1000
+    assert (run / "transcripts.jsonl").read_text().strip()
+    ckpt = RunDir(run).latest_checkpoint()
+    assert ckpt is not None and ckpt.name == "step-000002"
+    state = json.loads((ckpt / "trainer_state.json").read_text())
+    assert state["step"] == 2 and state["policy_of"] == {"caller": "shared", "echo": "shared"}
+    assert changed(ckpt / "shared", initial_params())  # the model really trained
+    assert summary["steps"] == 2 and summary["success_final"] == final[0]["eval/success"]
+
+
+def test_resume_continues_the_same_run(tmp_path):
+    train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1"))
+    run = tmp_path / "r"
+    cfg = build_config(overrides=[*FAST, "--run.resume", str(run), "--optim.steps", "3"])
+    summary = train(cfg)
+    records = read_metrics(run / "metrics.jsonl")
+    assert [r["step"] for r in records if r["phase"] == "rl"] == [1, 2, 3]
+    assert sum(r["phase"] == "init" for r in records) == 1  # not re-evaluated
+    assert sum("eval_warmstart/success" in r for r in records) == 1  # warm start not redone
+    assert summary["steps"] == 3
+
+
+def test_ctrl_c_saves_a_checkpoint_and_stops(tmp_path, monkeypatch):
+    from mas_trainer import rollout as rollout_mod
+
+    real_run = rollout_mod.TreeRollout.run
+
+    def run_then_interrupt(self, task_ids, *, uid_prefix=""):
+        if uid_prefix == "1/":  # the second RL step's rollout: as if the user hit Ctrl-C
+            raise KeyboardInterrupt
+        return real_run(self, task_ids, uid_prefix=uid_prefix)
+
+    monkeypatch.setattr(rollout_mod.TreeRollout, "run", run_then_interrupt)
+    summary = train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "5",
+                                "--run.save_every", "0"))
+    assert summary["interrupted"] and summary["steps"] == 1
+    ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+    assert ckpt is not None and json.loads((ckpt / "trainer_state.json").read_text())["step"] == 1
+
+
+def test_per_role_policies_each_train_on_their_own_samples(tmp_path):
+    summary = train(fast_config(tmp_path, "--run.name", "r", "--algo.policy_map", "per_role"))
+    ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+    before = initial_params()
+    for role in ("caller", "echo"):
+        assert (ckpt / f"learner-{role}.pt").is_file()
+        assert changed(ckpt / role, before)
+    rl = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "rl"]
+    assert "loss/policy/caller" in rl[0] and "loss/policy/echo" in rl[0]
+    assert summary["steps"] == 2
+
+
+def test_per_role_lora_checkpoint_evaluates_with_a_swapped_role_map(tmp_path):
+    pytest.importorskip("peft")
+    from mas_trainer.evaluate import run_eval
+
+    train(fast_config(tmp_path, "--run.name", "r", "--algo.policy_map", "per_role_lora",
+                      "--algo.lora_r", "4", "--algo.lora_alpha", "8"))
+    ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+    assert (ckpt / "base").is_dir() and (ckpt / "adapters" / "echo").is_dir()
+    result = run_eval("digit_env:DigitEnv", str(tmp_path / "r"), episodes=3, max_turns=2,
+                      role_map={"caller": "echo"}, max_new_tokens=3)
+    assert result["policy_of"] == {"caller": "echo", "echo": "echo"}
+    assert result["episodes"] == 3
+
+
+def test_a_crash_mid_save_keeps_the_last_good_checkpoint(tmp_path):
+    run = RunDir(tmp_path / "r", tensorboard=False)
+    run.save_checkpoint(1, lambda d: (d / "w.txt").write_text("good"))
+
+    def crash(folder):
+        (folder / "w.txt").write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        run.save_checkpoint(2, crash)
+    latest = run.latest_checkpoint()
+    assert latest is not None and latest.name == "step-000001"
+    assert (latest / "w.txt").read_text() == "good"
+    assert not (tmp_path / "r" / "checkpoints" / "step-000002").exists()
+
+
+def test_missing_model_and_unknown_env_are_clear_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="tiny:"):
+        train(fast_config(tmp_path, "--model.name", "./no/such/model"))
+    with pytest.raises(KeyError, match="did you mean 'mas/PlanPath-v0'"):
+        train(fast_config(tmp_path, "--env.id", "mas/PlanPat-v0"))
+
+
+@pytest.mark.slow
+def test_at_grpo_learns_a_learnable_task_and_trains_every_policy(tmp_path):
+    """No warm start: from random init, AT-GRPO alone raises the reward of both roles."""
+    cfg = build_config(
+        "plan-path-tiny",
+        overrides=[
+            "--env.id", "digit_env:DigitEnv", "--env.options", "{}", "--env.max_turns", "1",
+            "--algo.policy_map", "per_role", "--rollout.tasks_per_step", "16",
+            "--rollout.k", "8", "--rollout.max_new_tokens", "1", "--optim.steps", "40",
+            "--optim.warmstart_steps", "0", "--optim.lr", "3e-3", "--optim.mini_batch_size", "64",
+            "--algo.drop_zero_var", "true", "--eval.episodes", "4", "--run.threads", "1",
+            "--run.progress", "false", "--run.out_dir", str(tmp_path), "--run.name", "r",
+        ],
+    )  # fmt: skip
+    train(cfg)
+    rl = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "rl"]
+    for role in ("caller", "echo"):
+        first = sum(r[f"rollout/reward/{role}"] for r in rl[:5]) / 5
+        last = sum(r[f"rollout/reward/{role}"] for r in rl[-5:]) / 5
+        assert last > first + 0.25, (role, first, last)
+    ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+    before = initial_params()
+    assert all(changed(ckpt / role, before) for role in ("caller", "echo"))

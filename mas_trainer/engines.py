@@ -17,7 +17,7 @@ import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
@@ -111,7 +111,7 @@ class TransformersEngine:
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        self.model = model
+        self.model: Any = model  # a transformers or peft model
         self.tokenizer = tokenizer
         self.batch_size = batch_size
         self.adapter = adapter
@@ -163,7 +163,7 @@ class TransformersEngine:
         if any(len(p) == 0 for p in prompts):
             raise ValueError("generate: every prompt needs at least one token")
         if self.adapter is not None:
-            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+            self.model.set_adapter(self.adapter)
         gen = self._generator
         if seed is not None:
             gen = torch.Generator(device=self.device).manual_seed(seed)
@@ -257,9 +257,9 @@ class TransformersEngine:
         ]
 
 
-def _cache_kwarg(model: PreTrainedModel) -> str:
+def _cache_kwarg(model: Any) -> str:
     """Name of the KV-cache argument: ``cache`` (transformers >= 5.24) or ``past_key_values``."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps
+    base: Any = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft
     params = inspect.signature(base.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 

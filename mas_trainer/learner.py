@@ -138,7 +138,7 @@ class Learner:
             raise ValueError(
                 f"temperature must be > 0 (the engine's sampling temperature), got {temperature}"
             )
-        self.model = model
+        self.model: Any = model  # a transformers or peft model
         self.adapter = adapter
         self.mini_batch_size = mini_batch_size
         self.micro_batch_size = micro_batch_size or mini_batch_size
@@ -162,7 +162,7 @@ class Learner:
             named = [(n, p) for n, p in model.named_parameters() if f".{adapter}." in n]
             if not named:
                 raise ValueError(f"model has no LoRA adapter named {adapter!r}")
-            model.set_adapter(adapter)  # type: ignore[operator]
+            model.set_adapter(adapter)
             for _, p in named:
                 p.requires_grad_(True)
         else:
@@ -174,7 +174,7 @@ class Learner:
             self.ref_model = copy.deepcopy(model).requires_grad_(False).eval()
 
         if gradient_checkpointing:
-            model.gradient_checkpointing_enable()  # type: ignore[operator]
+            model.gradient_checkpointing_enable()
         self.optimizer = torch.optim.AdamW(
             list(self._params.values()), lr=lr, weight_decay=weight_decay
         )
@@ -401,7 +401,7 @@ class Learner:
     ) -> torch.Tensor:
         """``(b, Tc)`` log-probs of the targets under the trained policy (with grad)."""
         if self.adapter is not None:
-            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+            self.model.set_adapter(self.adapter)
         self.model.train()
         logits = self._logits(self.model, batch)
         t = self.temperature if temperature is None else temperature
@@ -414,11 +414,11 @@ class Learner:
         """Per-sample log-prob vectors under the policy (or the reference) and the mean entropy."""
         model = self.model if not reference or self.ref_model is None else self.ref_model
         if self.adapter is not None:
-            self.model.set_adapter(self.adapter)  # type: ignore[operator]
+            self.model.set_adapter(self.adapter)
         # A LoRA learner's reference is its base without adapters.
         ctx: AbstractContextManager[Any] = nullcontext()
         if reference and self.ref_model is None:
-            ctx = self.model.disable_adapter()  # type: ignore[operator]
+            ctx = self.model.disable_adapter()
         out: list[torch.Tensor] = [torch.empty(0)] * len(samples)
         ent_sum, n_tok = 0.0, 0
         was_training = model.training

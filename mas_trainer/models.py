@@ -129,9 +129,10 @@ def chat_prompt_ids(
     transformers 5 returns a ``BatchEncoding`` from ``apply_chat_template``; this returns the plain
     id list that engines and :class:`~mas_trainer.samples.TrainSample` use.
     """
-    out = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-    ids = out["input_ids"] if isinstance(out, dict) or hasattr(out, "keys") else out
-    return [int(i) for i in ids]
+    out: Any = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, return_dict=True
+    )
+    return [int(i) for i in out["input_ids"]]
 
 
 def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
@@ -202,7 +203,7 @@ def build_tiny_model(
     fork = [dev.index or 0] if dev.type == "cuda" else []
     with torch.random.fork_rng(devices=fork), dev:
         torch.manual_seed(seed)
-        model = Qwen3ForCausalLM(config)
+        model: Any = Qwen3ForCausalLM(config)
     if dtype is not None:
         model = model.to(dtype)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
@@ -256,7 +257,7 @@ def load_model(
     source = str(path) if looks_local else name_or_path
     try:
         tokenizer = AutoTokenizer.from_pretrained(source)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+        model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except OSError as e:
         raise FileNotFoundError(f"could not load model {name_or_path!r} ({e}); {hint}") from e
     if tokenizer.pad_token_id is None:

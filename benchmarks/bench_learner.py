@@ -14,6 +14,8 @@ of ``--repeats`` alternating runs. Tokens = real (unpadded) prompt + completion 
 Usage:
     python benchmarks/bench_learner.py                      # tiny model, 64 samples, mini-batch 16
     python benchmarks/bench_learner.py --preset small --samples 32 --threads 2
+    python benchmarks/bench_learner.py --preset qwen3-1.7b-shape --device cuda --dtype bfloat16 \
+        --samples 64 --prompt-len 700 --completion-len 256        # GPU check
 """
 
 from __future__ import annotations
@@ -87,13 +89,16 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument(
+        "--dtype", default="float32", choices=["float32", "bfloat16"], help="parameter dtype"
+    )
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
 
     samples = make_samples(args.samples, args.prompt_len, args.completion_len, seed=0)
     tokens = sum(s.num_tokens for s in samples)
-    model, tok = build_tiny_model(args.preset, device=args.device)
+    model, tok = build_tiny_model(args.preset, device=args.device, dtype=getattr(torch, args.dtype))
     pad = tok.pad_token_id
     batches = [
         (i.to(args.device), m.to(args.device))
@@ -130,6 +135,7 @@ def main() -> None:
     print(
         f"preset={args.preset} samples={args.samples} mini_batch={args.mini_batch} "
         f"tokens/update={tokens} threads={torch.get_num_threads()} device={args.device} "
+        f"dtype={args.dtype} "
         f"repeats={args.repeats}"
     )
     for name, t in med.items():

@@ -174,7 +174,9 @@ class Learner:
             self.ref_model = copy.deepcopy(model).requires_grad_(False).eval()
 
         if gradient_checkpointing:
-            model.gradient_checkpointing_enable()
+            # transformers >= 5.24 renamed it; the old name still works there but warns.
+            enable = getattr(model, "activation_checkpointing_enable", None)
+            (enable or model.gradient_checkpointing_enable)()
         self.optimizer = torch.optim.AdamW(
             list(self._params.values()), lr=lr, weight_decay=weight_decay
         )

@@ -257,3 +257,15 @@ def test_bf16_autocast_update_runs_and_reports_the_numeric_mismatch() -> None:
     assert 1e-5 < m["perf/logprob_mismatch"] < 0.1
     assert all(p.dtype == torch.float32 for p in model.parameters())
     assert any(not torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_gradient_checkpointing_gives_the_same_update() -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    samples = _samples(model_a, tok, n=8)
+    m_a = _learner(model_a, mini_batch_size=8).update(samples)
+    m_b = _learner(model_b, mini_batch_size=8, gradient_checkpointing=True).update(samples)
+    assert all(layer.gradient_checkpointing for layer in model_b.model.layers)
+    assert m_a["loss/policy"] == pytest.approx(m_b["loss/policy"], abs=1e-6)
+    for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6)

@@ -68,8 +68,10 @@ def main() -> None:
             f"repeat {rep}: {len(res.samples)} samples, generation {res.gen_seconds:.2f} s, "
             f"outside generation {other:.3f} s, share {100 * res.other_share:.2f}%"
         )
-    print(f"median share of rollout time outside generation: {100 * statistics.median(shares):.2f}%"
-          f" (target <= 5%)")
+    print(
+        f"median share of rollout time outside generation: {100 * statistics.median(shares):.2f}%"
+        f" (target <= 5%)"
+    )
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
         return suite_main(argv)
     parser = argparse.ArgumentParser(
         prog="mas-eval",
-        description="Evaluate a policy on an env's test split (greedy decoding; the first N tasks).",
+        description="Evaluate a policy on an env's test split (greedy; the first N tasks).",
         epilog="Benchmark suites (leaderboard result files): mas-eval --suite games-v0 --policy P "
         "--output R.json (mas-eval --suite games-v0 --help lists the options).",
     )
@@ -177,11 +177,16 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
         help="play ROLE with the policy of POLICY_ROLE (e.g. tool=planner: the swapped-roles "
         "ablation)",
     )
-    parser.add_argument("--max-new-tokens", type=int, help="token limit per turn (default: the "
-                        "run's rollout.max_new_tokens, else 64)")
-    parser.add_argument("--no-system-message", action="store_true",
-                        help="leave the env's system text out of the prompt (default: as the run "
-                        "was trained)")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="token limit per turn (default: the run's rollout.max_new_tokens, else 64)",
+    )
+    parser.add_argument(
+        "--no-system-message",
+        action="store_true",
+        help="leave the env's system text out of the prompt (default: as the run was trained)",
+    )
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     parser.add_argument("--seed", type=int, default=0, help="seed of the random policy")

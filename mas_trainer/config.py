@@ -446,7 +446,8 @@ def build_config(
     """Build a config: the preset, then the config file, then ``--section.field value`` overrides.
 
     Args:
-        preset: A name in :data:`PRESETS`; ``None`` takes the file's ``"preset"`` key or the default.
+        preset: A name in :data:`PRESETS`; ``None`` takes the file's ``"preset"``
+            key or the default.
         base: Start from this config instead of a preset (e.g. a resumed run's saved config).
         config_file: A ``.json`` or ``.toml`` file of ``{section: {field: value}}``.
         overrides: Command-line strings, ``--section.field value`` or ``--section.field=value``.
@@ -485,15 +486,18 @@ def _preset(name: str, **sections: dict[str, Any]) -> TrainConfig:
     return _apply(TrainConfig(preset=name), sections, origin=f"preset {name!r}")
 
 
-_PLANPATH_TINY_ENV = {"rows": 5, "cols": 5, "wall_prob": 0.1}
-
-PRESETS: dict[str, TrainConfig] = {
-    # The embedded default: learns on 2 CPU cores in ~10 minutes (docs/trainer.md has the numbers).
-    "plan-path-tiny": _preset(
-        "plan-path-tiny",
+def _tiny_preset(name: str, env: dict[str, Any], max_new_tokens: int) -> TrainConfig:
+    """A CPU preset: tiny byte-level model, warm start on oracle transcripts, then AT-GRPO."""
+    return _preset(
+        name,
         model={"name": "tiny:tiny", "dtype": "float32"},
-        env={"id": "mas/PlanPath-v0", "max_turns": 3, "options": _PLANPATH_TINY_ENV},
-        rollout={"k": 4, "tasks_per_step": 8, "max_new_tokens": 24, "system_message": False},
+        env={"max_turns": 3, **env},
+        rollout={
+            "k": 4,
+            "tasks_per_step": 8,
+            "max_new_tokens": max_new_tokens,
+            "system_message": False,
+        },
         algo={"drop_zero_var": True},
         optim={
             "steps": 20,
@@ -504,38 +508,26 @@ PRESETS: dict[str, TrainConfig] = {
             "warmstart_batch_size": 32,
             "warmstart_episodes": 512,
         },
+        # One thread: on a shared 2-core machine two threads fight other processes and can run
+        # 10x slower; one thread loses at most 2x on an idle machine.
         run={"save_every": 0, "threads": 1},
         eval={"episodes": 100},
+    )
+
+
+_PLANPATH_TINY_ENV = {"rows": 5, "cols": 5, "wall_prob": 0.1}
+
+PRESETS: dict[str, TrainConfig] = {
+    # The embedded default: learns on 2 CPU cores in ~10 minutes (docs/trainer.md has the numbers).
+    "plan-path-tiny": _tiny_preset(
+        "plan-path-tiny", {"id": "mas/PlanPath-v0", "options": _PLANPATH_TINY_ENV}, 24
     ),
-    "sokoban-tiny": _preset(
-        "sokoban-tiny",
-        env={"id": "mas/Sokoban-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 24},
-        optim={
-            "steps": 40,
-            "lr": 1e-4,
-            "mini_batch_size": 64,
-            "warmstart_steps": 300,
-            "warmstart_lr": 2e-3,
-            "warmstart_episodes": 512,
-        },
-        eval={"episodes": 100},
+    "sokoban-tiny": _tiny_preset(
+        "sokoban-tiny", {"id": "mas/Sokoban-v0", "options": {"width": 5, "height": 5}}, 24
     ),
-    "sudoku-tiny": _preset(
-        "sudoku-tiny",
-        env={"id": "mas/Sudoku-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 16, "max_new_tokens": 48},
-        optim={
-            "steps": 40,
-            "lr": 1e-4,
-            "mini_batch_size": 64,
-            "warmstart_steps": 300,
-            "warmstart_lr": 2e-3,
-            "warmstart_episodes": 512,
-        },
-        eval={"episodes": 100},
-    ),
-    # GPU presets mirror the paper's settings (REFERENCE.md): K=4, 64 problems per step, clip 0.2 with
+    "sudoku-tiny": _tiny_preset("sudoku-tiny", {"id": "mas/Sudoku-v0", "options": {"size": 4}}, 48),
+    # GPU presets mirror the paper's settings (REFERENCE.md): K=4, 64 problems per step,
+    # clip 0.2 with
     # dual clip 3, no KL, lr 1e-6, mini-batch 16, 1 epoch, 200+ steps, per-role models.
     "plan-path-qwen3-1.7b": _preset(
         "plan-path-qwen3-1.7b",
@@ -625,7 +617,7 @@ def field_docs(cls: type) -> dict[str, str]:
 
 
 def help_text(cfg: TrainConfig | None = None) -> str:
-    """Every ``--section.field`` with its type, its value in ``cfg`` (default preset) and its doc."""
+    """Every ``--section.field`` with its type, its value in ``cfg`` and its doc."""
     cfg = cfg or PRESETS[DEFAULT_PRESET]
     lines = []
     for section in SECTIONS:

@@ -147,7 +147,7 @@ def evaluate_reference(
 
 
 def parse_role_map(items: Sequence[str]) -> dict[str, str]:
-    """``["tool=planner"]`` -> ``{"tool": "planner"}``: role ``tool`` is played by ``planner``'s policy."""
+    """``["tool=planner"]`` -> ``{"tool": "planner"}``: ``tool`` plays with ``planner``'s policy."""
     out = {}
     for item in items:
         role, eq, source = item.partition("=")
@@ -192,14 +192,16 @@ def load_checkpoint_policies(
         from peft import PeftModel
 
         base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
-        model = PeftModel.from_pretrained(base, str(folder / "adapters" / names[0]),
-                                          adapter_name=names[0])
+        model = PeftModel.from_pretrained(
+            base, str(folder / "adapters" / names[0]), adapter_name=names[0]
+        )
         for name in names[1:]:
             model.load_adapter(str(folder / "adapters" / name), adapter_name=name)
         model.eval()
         for name in names:
-            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size,
-                                               adapter=name)
+            engines[name] = TransformersEngine(
+                model, tokenizer, batch_size=batch_size, adapter=name
+            )
     else:
         for name in names:
             model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)
@@ -227,7 +229,8 @@ def run_eval(
 
     Args:
         env_id: A registered env id.
-        policy: ``random``, ``oracle``, a model path / hub id / ``tiny:<preset>``, or a run folder or
+        policy: ``random``, ``oracle``, a model path / hub id / ``tiny:<preset>``, or a run
+            folder or
             checkpoint folder written by ``mas-train``.
         episodes: Number of test tasks (the first N of the split).
         split: Which split to draw task ids from.

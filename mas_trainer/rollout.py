@@ -1,24 +1,24 @@
 """Tree rollouts (AT-GRPO, DESIGN.md section 2) and the parallel-sampling baseline.
 
 Tree mode: for every root env, at turn t, for the agent i whose move it is, the root is cloned K
-times, K candidate texts are sampled from agent i's policy, each clone is stepped with one candidate
-and agent i's immediate reward ``env.rewards[i]`` is read right away. All K candidates become
-:class:`~mas_trainer.samples.TrainSample` s with the group key ``(root uid, t, i)``: the K samples of a
-key saw the exact same prompt, so their rewards are comparable. The root then continues from the best
-clone (argmax reward; ties: the first, or a seeded random pick), whose whole state (termination
-included) replaces it. Cost per root: K x agents x turns generations.
+times, K candidate texts are sampled from agent i's policy, each clone is stepped with one
+candidate and agent i's immediate reward ``env.rewards[i]`` is read right away. All K candidates
+become :class:`~mas_trainer.samples.TrainSample` s with the group key ``(root uid, t, i)``: the K
+samples of a key saw the exact same prompt, so their rewards are comparable. The root then
+continues from the best clone (argmax reward; ties: the first, or a seeded random pick), whose
+whole state (termination included) replaces it. Cost per root: K x agents x turns generations.
 
 Parallel mode (the paper's "parallel sampling" baseline): K independent episodes per task, one
-sample per (episode, turn, agent). A group of one sample carries no signal, so samples are grouped by
-``(task uid, turn, agent)`` across the K episodes; unlike the tree, their histories differ after the
-first move, which is exactly why the tree's groups are better.
+sample per (episode, turn, agent). A group of one sample carries no signal, so samples are grouped
+by ``(task uid, turn, agent)`` across the K episodes; unlike the tree, their histories differ after
+the first move, which is exactly why the tree's groups are better.
 
 Single-agent mode is not a mode here: an env made with ``mode="single"`` has one role, and the same
 code runs it.
 
-Generation is batched: at each (turn, agent) step every live root's K candidates of one policy go to
-the engine in a single ``generate`` call. Everything else (prompt encoding, decoding, clones, env
-steps) is bookkeeping whose share of the time :class:`RolloutResult` reports.
+Generation is batched: at each (turn, agent) step every live root's K candidates of one policy go
+to the engine in a single ``generate`` call. Everything else (prompt encoding, decoding, clones,
+env steps) is bookkeeping whose share of the time :class:`RolloutResult` reports.
 """
 
 from __future__ import annotations

@@ -2,19 +2,19 @@
 
 Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO):
 
-* **Samples.** Tree rollouts (:mod:`mas_trainer.rollout`): per root env, per turn t, per agent i,
-  K candidates from the same state on K clones, each scored by agent i's *immediate* reward
-  ``r = alpha * team + local`` (no returns, no discounting); the episode continues from the best
+* **Samples.** Tree rollouts (:mod:`mas_trainer.rollout`): per root env, per turn t, per agent i, K
+  candidates from the same state on K clones, each scored by agent i's *immediate* reward ``r =
+  alpha * team + local`` (no returns, no discounting); the episode continues from the best
   candidate. ``rollout.mode=parallel`` is the paper's parallel-sampling baseline instead.
 * **Groups and advantages.** Group key ``(root uid, t, i)``; ``A = (r - mean) / (std + eps)`` with
   the unbiased std of the group, on every completion token; singleton groups get 0; zero-variance
   groups are counted (``algo/zero_var_groups``) and, with ``algo.drop_zero_var``, left out.
-* **Loss.** PPO-clip on token ratios (``algo.clip_low``/``clip_high``, dual clip), token-mean over the
-  mini-batch, optional k3 KL to the initial policy (``algo.kl_coef``, off by default), AdamW, gradient
-  clip. One epoch over each step's samples; old log-probs are recomputed by the learner, so the ratio
-  starts at 1 and ``perf/logprob_mismatch`` shows any engine/learner numeric gap.
-* **Policies.** ``shared`` (one model, all samples), ``per_role`` (one model per role, each trained on
-  its own role's samples), ``per_role_lora`` (one frozen base with one LoRA adapter per role).
+* **Loss.** PPO-clip on token ratios (``algo.clip_low``/``clip_high``, dual clip), token-mean over
+  the mini-batch, optional k3 KL to the initial policy (``algo.kl_coef``, off by default), AdamW,
+  gradient clip. One epoch over each step's samples; old log-probs are recomputed by the learner,
+  so the ratio starts at 1 and ``perf/logprob_mismatch`` shows any engine/learner numeric gap.
+* **Policies.** ``shared`` (one model, all samples), ``per_role`` (one model per role, each trained
+  on its own role's samples), ``per_role_lora`` (one frozen base with one LoRA adapter per role).
 * **Before RL, optionally:** a supervised warm start on oracle transcripts
   (:mod:`mas_trainer.warmstart`). Held-out success is logged before it, after it and after RL, so
   the run shows what SFT and what RL contributed.
@@ -67,13 +67,15 @@ class Policy:
 
 
 def _roles_and_env_factory(cfg: TrainConfig, split: str) -> tuple[list[str], Callable[[], Any]]:
-    """The env's roles and a factory of fresh envs of ``split`` (``env.id`` may be ``mod:Class``)."""
+    """The env's roles and a factory of fresh envs of ``split`` (``env.id`` may be mod:Class)."""
     kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
     make_env = env_factory(cfg.env.id, split=split, **kwargs, **cfg.env.options)
     try:
         probe = make_env()
     except TypeError as err:  # an unknown env option
-        raise ValueError(f"env {cfg.env.id!r} rejected --env.options {cfg.env.options}: {err}") from err
+        raise ValueError(
+            f"env {cfg.env.id!r} rejected --env.options {cfg.env.options}: {err}"
+        ) from err
     return list(probe.possible_agents), make_env
 
 
@@ -284,10 +286,11 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     }
     if ckpt is not None:
         state = json.loads((ckpt / "trainer_state.json").read_text())
-    if cfg.run.backend == "ray":  # engines and learners as Ray actors (mas_trainer.ray_backend)
+    rollout_cls: Callable[..., TreeRollout] = TreeRollout
+    if cfg.run.backend == "ray":  # engines, learners, env workers as Ray actors (ray_backend.py)
         from mas_trainer.ray_backend import build_policies as build_ray_policies
 
-        policies, tokenizer = build_ray_policies(cfg, names, ckpt, make_env)
+        policies, tokenizer, rollout_cls = build_ray_policies(cfg, names, ckpt)
     else:
         policies, tokenizer = _build_policies(cfg, names, ckpt)
     if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
@@ -312,7 +315,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         top_p=cfg.rollout.top_p,
         max_tokens=cfg.rollout.max_new_tokens,
     )
-    rollout = TreeRollout(
+    rollout = rollout_cls(
         make_env,
         {n: p.engine for n, p in policies.items()},
         tokenizer,
@@ -352,11 +355,22 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             train_ids[int(i)]
             for i in rng.integers(len(train_ids), size=cfg.optim.warmstart_episodes)
         ]
-        data = oracle_samples(make_env, tokenizer, policy_of, tasks, rng=rng,
-                              system_message=cfg.rollout.system_message)
+        data = oracle_samples(
+            make_env,
+            tokenizer,
+            policy_of,
+            tasks,
+            rng=rng,
+            system_message=cfg.rollout.system_message,
+        )
         sft = {
-            n: _make_learner(cfg, p, tokenizer, lr=cfg.optim.warmstart_lr,
-                             mini_batch_size=cfg.optim.warmstart_batch_size)
+            n: _make_learner(
+                cfg,
+                p,
+                tokenizer,
+                lr=cfg.optim.warmstart_lr,
+                mini_batch_size=cfg.optim.warmstart_batch_size,
+            )
             for n, p in policies.items()
         }
         bar = tqdm(total=cfg.optim.warmstart_steps, desc="warm start", disable=not show)
@@ -397,8 +411,9 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 3. RL steps
     for pol in policies.values():
-        pol.learner = _make_learner(cfg, pol, tokenizer, lr=cfg.optim.lr,
-                                    mini_batch_size=cfg.optim.mini_batch_size)
+        pol.learner = _make_learner(
+            cfg, pol, tokenizer, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
+        )
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
             pol.learner.load_state_dict(
                 torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from mas_trainer.cli import eval_main, train_main
-from mas_trainer.config import SECTIONS, PRESETS
+from mas_trainer.config import PRESETS, SECTIONS
 
 
 def test_help_lists_every_field_and_preset(capsys):
@@ -45,8 +45,16 @@ def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
 
 def test_missing_model_is_a_clear_error(tmp_path, capsys):
     pytest.importorskip("torch")
-    code = train_main(["--model.name", str(tmp_path / "nope"), "--run.out_dir", str(tmp_path),
-                       "--run.progress", "false"])
+    code = train_main(
+        [
+            "--model.name",
+            str(tmp_path / "nope"),
+            "--run.out_dir",
+            str(tmp_path),
+            "--run.progress",
+            "false",
+        ]
+    )
     assert code == 2
     err = capsys.readouterr().err
     assert "nope" in err and "tiny:" in err
@@ -54,8 +62,20 @@ def test_missing_model_is_a_clear_error(tmp_path, capsys):
 
 def test_eval_oracle_writes_json_with_a_confidence_interval(tmp_path, capsys):
     out = tmp_path / "res" / "oracle.json"
-    code = eval_main(["--env", "mas/PlanPath-v0", "--policy", "oracle", "--episodes", "20",
-                      "--env-options", '{"rows": 5, "cols": 5}', "--output", str(out)])
+    code = eval_main(
+        [
+            "--env",
+            "mas/PlanPath-v0",
+            "--policy",
+            "oracle",
+            "--episodes",
+            "20",
+            "--env-options",
+            '{"rows": 5, "cols": 5}',
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     assert "success 100.0%" in capsys.readouterr().out
     result = json.loads(out.read_text())
@@ -66,27 +86,82 @@ def test_eval_oracle_writes_json_with_a_confidence_interval(tmp_path, capsys):
 
 def test_eval_random_is_worse_than_oracle(tmp_path):
     out = tmp_path / "random.json"
-    assert eval_main(["--env", "mas/PlanPath-v0", "--policy", "random", "--episodes", "20",
-                      "--output", str(out)]) == 0
+    assert (
+        eval_main(
+            [
+                "--env",
+                "mas/PlanPath-v0",
+                "--policy",
+                "random",
+                "--episodes",
+                "20",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert json.loads(out.read_text())["success"] < 1.0
 
 
 def test_eval_errors(capsys):
     assert eval_main(["--env", "mas/PlanPat-v0", "--policy", "oracle", "--episodes", "2"]) == 2
     assert "did you mean" in capsys.readouterr().err
-    assert eval_main(["--env", "mas/PlanPath-v0", "--policy", "oracle", "--episodes", "2",
-                      "--role-map", "tool=planner"]) == 2
+    assert (
+        eval_main(
+            [
+                "--env",
+                "mas/PlanPath-v0",
+                "--policy",
+                "oracle",
+                "--episodes",
+                "2",
+                "--role-map",
+                "tool=planner",
+            ]
+        )
+        == 2
+    )
     assert "role-map" in capsys.readouterr().err
-    assert eval_main(["--env", "mas/PlanPath-v0", "--policy", "oracle", "--episodes", "2",
-                      "--role-map", "toolplanner"]) == 2
+    assert (
+        eval_main(
+            [
+                "--env",
+                "mas/PlanPath-v0",
+                "--policy",
+                "oracle",
+                "--episodes",
+                "2",
+                "--role-map",
+                "toolplanner",
+            ]
+        )
+        == 2
+    )
 
 
 def test_eval_a_tiny_model_greedy(tmp_path):
     pytest.importorskip("torch")
     out = tmp_path / "tiny.json"
-    assert eval_main(["--env", "mas/PlanPath-v0", "--policy", "tiny:tiny", "--episodes", "3",
-                      "--env-options", '{"rows": 4, "cols": 4}', "--max-new-tokens", "4",
-                      "--output", str(out)]) == 0
+    assert (
+        eval_main(
+            [
+                "--env",
+                "mas/PlanPath-v0",
+                "--policy",
+                "tiny:tiny",
+                "--episodes",
+                "3",
+                "--env-options",
+                '{"rows": 4, "cols": 4}',
+                "--max-new-tokens",
+                "4",
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
     result = json.loads(out.read_text())
     assert result["greedy"] and result["policy_of"] == {"tool": "shared", "planner": "shared"}
     assert result["success"] == 0.0  # an untrained model writes bytes that never parse

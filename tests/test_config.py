@@ -31,12 +31,22 @@ def test_default_is_the_cpu_plan_path_preset():
 
 
 def test_required_presets_exist():
-    for name in ("plan-path-tiny", "sokoban-tiny", "sudoku-tiny", "plan-path-qwen3-1.7b",
-                 "plan-path-qwen3-8b", "sokoban-qwen3-8b"):
+    for name in (
+        "plan-path-tiny",
+        "sokoban-tiny",
+        "sudoku-tiny",
+        "plan-path-qwen3-1.7b",
+        "plan-path-qwen3-8b",
+        "sokoban-qwen3-8b",
+    ):
         assert name in PRESETS
     gpu = PRESETS["plan-path-qwen3-8b"]
     assert (gpu.rollout.k, gpu.algo.clip_low, gpu.algo.dual_clip, gpu.algo.kl_coef) == (
-        4, 0.2, 3.0, 0.0)
+        4,
+        0.2,
+        3.0,
+        0.0,
+    )
 
 
 @pytest.mark.parametrize(
@@ -85,7 +95,7 @@ def test_config_files_json_and_toml(tmp_path):
     cfg = build_config(config_file=str(j), overrides=["--rollout.k", "5"])
     assert cfg.env.id == "mas/Sokoban-v0" and cfg.rollout.k == 5  # the command line wins
     t = tmp_path / "c.toml"
-    t.write_text('[optim]\nlr = 0.001\n[env]\noptions = { rows = 4, cols = 4 }\n')
+    t.write_text("[optim]\nlr = 0.001\n[env]\noptions = { rows = 4, cols = 4 }\n")
     cfg = build_config(config_file=str(t))
     assert cfg.optim.lr == 0.001 and cfg.env.options == {"rows": 4, "cols": 4}
     bad = tmp_path / "bad.json"

@@ -1,4 +1,4 @@
-"""The training loop end to end on a tiny model and a digit-copying env (fast), and learning (slow)."""
+"""The training loop end to end on a tiny model and a digit-copying env; learning (slow)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from mas_trainer.config import build_config
-from mas_trainer.outputs import RunDir, read_metrics
-from mas_trainer.train import train
+from mas_trainer.config import build_config  # noqa: E402
+from mas_trainer.outputs import RunDir, read_metrics  # noqa: E402
+from mas_trainer.train import train  # noqa: E402
 
 FAST = [
     "--env.id", "digit_env:DigitEnv", "--env.options", "{}", "--env.max_turns", "2",
@@ -56,8 +56,14 @@ def test_run_folder_has_everything(tmp_path):
     assert 0.0 <= final[0]["eval/success_ci_low"] <= final[0]["eval/success_ci_high"] <= 1.0
     assert any("eval_warmstart/success" in r for r in records)
     assert [r["step"] for r in rl] == [1, 2]
-    for key in ("rollout/turns_mean", "rollout/reward/caller", "rollout/reward/echo",
-                "algo/zero_var_groups", "perf/tokens_per_s", "loss/policy"):
+    for key in (
+        "rollout/turns_mean",
+        "rollout/reward/caller",
+        "rollout/reward/echo",
+        "algo/zero_var_groups",
+        "perf/tokens_per_s",
+        "loss/policy",
+    ):
         assert key in rl[0], key
     assert list(run.glob("events.out.tfevents*"))
     assert (run / "plots" / "reward_per_role.png").stat().st_size > 1000
@@ -93,8 +99,9 @@ def test_ctrl_c_saves_a_checkpoint_and_stops(tmp_path, monkeypatch):
         return real_run(self, task_ids, uid_prefix=uid_prefix)
 
     monkeypatch.setattr(rollout_mod.TreeRollout, "run", run_then_interrupt)
-    summary = train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "5",
-                                "--run.save_every", "0"))
+    summary = train(
+        fast_config(tmp_path, "--run.name", "r", "--optim.steps", "5", "--run.save_every", "0")
+    )
     assert summary["interrupted"] and summary["steps"] == 1
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     assert ckpt is not None and json.loads((ckpt / "trainer_state.json").read_text())["step"] == 1
@@ -116,12 +123,29 @@ def test_per_role_lora_checkpoint_evaluates_with_a_swapped_role_map(tmp_path):
     pytest.importorskip("peft")
     from mas_trainer.evaluate import run_eval
 
-    train(fast_config(tmp_path, "--run.name", "r", "--algo.policy_map", "per_role_lora",
-                      "--algo.lora_r", "4", "--algo.lora_alpha", "8"))
+    train(
+        fast_config(
+            tmp_path,
+            "--run.name",
+            "r",
+            "--algo.policy_map",
+            "per_role_lora",
+            "--algo.lora_r",
+            "4",
+            "--algo.lora_alpha",
+            "8",
+        )
+    )
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     assert (ckpt / "base").is_dir() and (ckpt / "adapters" / "echo").is_dir()
-    result = run_eval("digit_env:DigitEnv", str(tmp_path / "r"), episodes=3, max_turns=2,
-                      role_map={"caller": "echo"}, max_new_tokens=3)
+    result = run_eval(
+        "digit_env:DigitEnv",
+        str(tmp_path / "r"),
+        episodes=3,
+        max_turns=2,
+        role_map={"caller": "echo"},
+        max_new_tokens=3,
+    )
     assert result["policy_of"] == {"caller": "echo", "echo": "echo"}
     assert result["episodes"] == 3
 

@@ -328,14 +328,35 @@ def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
         for old, new in zip(res["episodes"], fresh["episodes"], strict=True):
             if old["sha256"] != new["sha256"]:
                 out.append(
-                    f"{res['env_id']} task {old['task_id']!r}: the re-run differs "
-                    f"(success {old['success']} -> {new['success']})"
+                    f"{res['env_id']} task {old['task_id']!r}: {_first_difference(old, new)}"
                 )
                 break
         else:
             if fresh["aggregate"]["success"] != res["aggregate"]["success"]:
                 out.append(f"{res['env_id']}: re-run success {fresh['aggregate']['success']}")
     return out
+
+
+def _first_difference(old: Mapping[str, Any], new: Mapping[str, Any]) -> str:
+    """Where a re-run episode first departs from the logged one, in words."""
+    for n, (a, b) in enumerate(zip(old["steps"], new["steps"], strict=False)):
+        if a != b:
+            key = next(
+                (
+                    k
+                    for k in ("agent", "turn", "prompt_hash", "action", "reward", "parsed")
+                    if a.get(k) != b.get(k)
+                ),
+                "prompt",
+            )
+            return (
+                f"the re-run departs at step {n} ({a['agent']}, turn {a['turn']}): {key} "
+                f"{str(a.get(key))[:60]!r} was logged, the re-run gives {str(b.get(key))[:60]!r}"
+            )
+    return (
+        f"the re-run has {len(new['steps'])} steps, the log {len(old['steps'])} "
+        f"(success {old['success']} -> {new['success']})"
+    )
 
 
 def _load_verified(root: Path) -> dict[str, Any]:

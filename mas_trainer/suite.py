@@ -589,7 +589,13 @@ def run_suite(
     for b in boards:
         board = BOARDS[b]
         roles = list(board.make_env(mode).possible_agents)
-        if setup is None or set(roles) - set(setup.info["policy_of"]):
+        # A model loads once per suite; reference policies start fresh on each board (the random
+        # policy's generators are per episode index, so a board's draws never depend on another).
+        if (
+            setup is None
+            or policy in ("random", "oracle")
+            or set(roles) - set(setup.info["policy_of"])
+        ):
             setup = make_actor(policy, roles, **actor_kwargs)
         results.append(
             play_board(

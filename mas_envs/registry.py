@@ -78,6 +78,18 @@ ENVS: dict[str, EnvEntry] = {
             "Sudoku (4x4 or 9x9, unique solution): a tool agent proposes a grid, a planner fills.",
         ),
         EnvEntry(
+            "mas/SokobanCode-v0",
+            "mas_envs.sokoban.env:SokobanEnv",
+            "Sokoban (6x6, 1 box): the tool agent writes a program that prints its plan (sandbox).",
+            {"tool_mode": "code"},
+        ),
+        EnvEntry(
+            "mas/SudokuCode-v0",
+            "mas_envs.sudoku.env:SudokuEnv",
+            "Sudoku (4x4): the tool agent writes a program that prints its grid (sandbox).",
+            {"tool_mode": "code"},
+        ),
+        EnvEntry(
             "mas/Math-v0",
             "mas_envs.math.env:MathEnv",
             "Math: a tool agent runs Python in the sandbox, a reasoner answers in \\boxed{}.",

@@ -71,6 +71,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mas_envs import programs
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
@@ -124,6 +125,9 @@ class SokobanEnv(TextEnv):
         boxes: int = 1,
         shaping_scale: float = 0.1,
         shaping_gamma: float = 1.0,
+        tool_mode: str = "plan",
+        tool_timeout_s: float = 5.0,
+        tool_memory_mb: int = 512,
         **kwargs: Any,
     ) -> None:
         for name, value in (("width", width), ("height", height)):
@@ -142,8 +146,14 @@ class SokobanEnv(TextEnv):
             raise ValueError(f"shaping_scale must be a finite number >= 0, got {shaping_scale!r}")
         if not (np.isfinite(shaping_gamma) and 0 < shaping_gamma <= 1):
             raise ValueError(f"shaping_gamma must be in (0, 1], got {shaping_gamma!r}")
+        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
         super().__init__(**kwargs)
-        self._systems = {a: prompts.SYSTEM[self.mode, a] for a in self.possible_agents}
+        self.tool_mode = tool_mode
+        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
+        self._runner = runner if self.mode == "mas" else None
+        texts = "code" if self._runner is not None else self.mode
+        self._systems = {a: prompts.SYSTEM[texts, a] for a in self.possible_agents}
+        self._code_ask = prompts.code_ask(float(tool_timeout_s))
         self.width, self.height, self.n_boxes = width, height, boxes
         self.reward_table = Rewards(shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
         self.max_moves = 4 * width * height
@@ -156,6 +166,8 @@ class SokobanEnv(TextEnv):
         self.note: prompts.Note = prompts.NO_NOTE
         self.proposal: str | None = None  # the tool's latest answer, as the planner sees it
         self.proposed_first: str | None = None
+        # tool_mode="code": the tool's latest program and what it printed (immutable).
+        self.program: programs.ToolProgram | None = None
         self._solution: tuple[tuple[int, frozenset[int]], tuple[str, ...] | None] | None = None
         # Prompts of the current state; replaced (never cleared in place) whenever the state
         # changes, so a clone sharing it still reads prompts of its own, identical state.
@@ -194,12 +206,15 @@ class SokobanEnv(TextEnv):
         self.note = prompts.NO_NOTE
         self.proposal = None
         self.proposed_first = None
+        self.program = None
         self._solution = None
         self._prompts = {}
 
     def _apply(self, agent: str, text: str) -> Outcome:
         board = self.board
         assert board is not None, "reset() first"
+        if self._runner is not None and agent == "tool":
+            return self._apply_program(text)
         moves, reason = parse_answer(text, self.max_moves)
         self._prompts = {}
         if not moves:
@@ -242,6 +257,64 @@ class SokobanEnv(TextEnv):
             return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
         return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
 
+    def _apply_program(self, text: str) -> Outcome:
+        """``tool_mode="code"``: run the tool's program, score the plan it printed on a copy."""
+        board = self.board
+        assert board is not None, "reset() first"
+        assert self._runner is not None
+        self._prompts = {}
+        program = programs.tool_program(
+            self._runner, text, board.render(self.player, self.boxes), self.turn
+        )
+        self.program = program
+        info: dict[str, Any] = {
+            "boxes_on_goals": len(self.boxes & board.goals),
+            "moves_made": 0,
+            "failed_moves": 0,
+            "stuck": not board.dead.isdisjoint(self.boxes),
+            "verdict": program.run.verdict if program.run is not None else "",
+        }
+        output = program.output
+        if output is None:
+            reason = program.reason
+            moves: tuple[str, ...] = ()
+        else:
+            moves, reason = parse_answer(output, self.max_moves)
+            if not moves:
+                reason = f"the program's output has no plan: {reason}"
+        if not moves:
+            self.proposal = prompts.program_proposal_line(None, reason)
+            self.proposed_first = None
+            if info["verdict"] == "sandbox_error":  # not the agent's fault: no penalty
+                return Outcome(0.0, reason=reason, info=info)
+            return Outcome(self.format_penalty, parsed=False, reason=reason, info=info)
+        _, boxes, reward, made, invalid, _, on_goals, _ = play(
+            board, self.player, self.boxes, moves, self.reward_table
+        )
+        info.update(
+            boxes_on_goals=on_goals,
+            moves_made=len(made),
+            failed_moves=len(invalid),
+            stuck=not board.dead.isdisjoint(boxes),
+        )
+        # Scored on a copy: the real state stays as it is.
+        self.proposal = prompts.program_proposal_line(moves, "")
+        self.proposed_first = moves[0]
+        return Outcome(reward, info=info)
+
+    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
+        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
+
+        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
+        runs their programs in one pooled sandbox call and fills the cache the clones share, so
+        the K steps only read it. It changes no state; other agents' texts are ignored.
+        """
+        if self._runner is None or (agent or self.agent_selection) != "tool":
+            return
+        assert self.board is not None, "reset() first"
+        stdin = self.board.render(self.player, self.boxes)
+        self._runner.prefetch_texts(texts, stdin, self.max_action_chars)
+
     def observe(self, agent: str) -> dict[str, str]:
         # TextEnv.observe without its two method calls: observe runs after every step.
         text = self._prompts.get(agent) or self._build_prompt(agent)
@@ -272,9 +345,23 @@ class SokobanEnv(TextEnv):
             self.note[agent == "tool"],
             stuck,
             self.proposal if agent == "planner" and self.mode == "mas" else None,
+            *self._program_parts(agent),
         )
         self._prompts[agent] = text
         return text
+
+    def _program_parts(self, agent: str) -> tuple[str, str]:
+        """``(program, ask)`` of :func:`~mas_envs.sokoban.prompts.build_prompt` for ``agent``."""
+        if self._runner is None:
+            return "", ""
+        program = self.program
+        own = agent == "tool"
+        shown = ""
+        # The planner's proposal line already says when the tool's reply had no program.
+        if program is not None and (own or program.run is not None):
+            report = programs.program_report(program, "Your" if own else "The tool agent's")
+            shown = prompts.program_section(report, self.proposal, own)
+        return shown, self._code_ask if own else ""
 
     def _render_text(self) -> str:
         board = self.board
@@ -298,15 +385,32 @@ class SokobanEnv(TextEnv):
         return self._solution[1]
 
     def oracle_action(self, agent: str | None = None) -> str:
+        """A shortest plan (``#### U, R``); with ``tool_mode="code"``, the tool's is a program.
+
+        The tool's program is a BFS over (player, boxes) with the board written into it, which
+        prints a shortest plan (:func:`~mas_envs.sokoban.prompts.oracle_program`).
+        """
         moves = self.solution()
+        solvable = bool(moves)
         if not moves:
             # Stuck (or solved): no plan helps; answer a well-formed single move.
             moves = ("U",)
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            board = self.board
+            assert board is not None
+            if not solvable:
+                return prompts.print_program(moves)
+            free = board.width * board.height - len(board.walls)
+            picture = board.render(self.player, self.boxes)
+            return prompts.oracle_program(picture, free, len(self.boxes), moves)
         return prompts.answer_text(moves)
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, 2 * (self.width + self.height) + 1))
-        return prompts.answer_text(tuple(_MOVES[i] for i in rng.integers(0, 4, size=n).tolist()))
+        moves = tuple(_MOVES[i] for i in rng.integers(0, 4, size=n).tolist())
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            return prompts.print_program(moves)
+        return prompts.answer_text(moves)
 
     # ------------------------------------------------------------------ numeric view
 

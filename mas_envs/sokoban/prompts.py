@@ -2,12 +2,14 @@
 
 The prompt always shows the live board, the boxes on goals, the player's position and the moves
 made so far (a pitfall of the reference prompt was to hide the current state); the planner also
-sees the tool agent's latest proposal. A later tool variant that writes plan code can add its own
-system text and instructions here without touching the ``single`` texts.
+sees the tool agent's latest proposal. With ``tool_mode="code"`` the tool agent writes a program
+that prints its plan (:mod:`mas_envs.programs`): it gets its own system text and instructions, the
+planner also sees the program and its output, and the ``single`` texts stay as they are.
 """
 
 from __future__ import annotations
 
+from mas_envs import programs
 from mas_envs.moves import ParsedMoves, format_moves, parse_moves
 from mas_envs.spaces import clean_text
 
@@ -17,8 +19,12 @@ __all__ = [
     "Note",
     "answer_text",
     "build_prompt",
+    "code_ask",
     "failed_note",
+    "oracle_program",
     "parse_answer",
+    "print_program",
+    "program_proposal_line",
     "proposal_line",
     "unparsed_note",
 ]
@@ -38,8 +44,21 @@ SYSTEM: dict[tuple[str, str], str] = {
         "proposes a plan of moves; check it against the board, fix it if it is wrong, and give "
         "the moves to make now. Only your moves change the board."
     ),
+    ("code", "tool"): (
+        "You are the tool agent of a two-agent team that solves Sokoban puzzles. You write a "
+        "short Python program that searches for a complete plan of moves that puts every box on "
+        "a goal, and prints it. The program runs in a sandbox; the planner agent reads your "
+        "program, its output and the plan it printed, and decides the moves actually made. Your "
+        "plan does not move anything by itself."
+    ),
+    ("code", "planner"): (
+        "You are the planner of a two-agent team that solves Sokoban puzzles. A tool agent "
+        "writes a program that searches for a plan of moves; you see the program, its output and "
+        "the plan it printed. Check the plan against the board, fix it if it is wrong, and give "
+        "the moves to make now. Only your moves change the board."
+    ),
 }
-"""System text per (mode, role)."""
+"""System text per (mode, role); ``("code", role)`` is the team with ``tool_mode="code"``."""
 
 _RULES = (
     "Sokoban: push every box onto a goal.\n\n"
@@ -76,6 +95,8 @@ def build_prompt(
     note: str,
     stuck: bool,
     proposal: str | None,
+    program: str = "",
+    ask: str = "",
 ) -> str:
     """The user prompt for ``role`` (``"tool"`` or ``"planner"``) now.
 
@@ -94,6 +115,10 @@ def build_prompt(
         stuck: A box can never reach a goal any more.
         proposal: For the planner in the team: the tool agent's latest proposal, as a line of
             text (already cleaned); ``None`` for everyone else.
+        program: ``tool_mode="code"``: the tool's latest program and its output
+            (:func:`mas_envs.programs.program_report`, cleaned), shown before the proposal;
+            ``""`` otherwise.
+        ask: Replaces the role's answer instructions (``tool_mode="code"``: :func:`code_ask`).
     """
     shown = "" if proposal is None else f"\nThe tool agent's proposal: {proposal}\n"
     # One f-string: the prompt is rebuilt after every step, so it is built in one pass.
@@ -102,7 +127,7 @@ def build_prompt(
         f"you are at row {row}, column {col}, counting from 0 at the top left):\n{board_text}\n\n"
         f"Moves made so far ({len(made)}): {', '.join(made) if made else '(none)'}\n"
         f"{note}{_STUCK if stuck else ''}"
-        f"{shown}\n{_ASK[role]}"
+        f"{program}{shown}\n{ask or _ASK[role]}"
     )
 
 
@@ -154,3 +179,109 @@ def parse_answer(text: str, max_moves: int) -> ParsedMoves:
 def answer_text(moves: tuple[str, ...]) -> str:
     """An answer in the exact format the prompt asks for: ``#### U, R, R``."""
     return f"#### {', '.join(moves)}"
+
+
+# ---------------------------------------------------------------------------- tool_mode="code"
+
+_CODE_EXAMPLE = 'print("####", ", ".join(moves))  # prints: #### U, R, R, D'
+_BFS_LIMIT = 50_000
+"""Largest state-space bound (free cells x placements of the boxes) the oracle program searches
+with a plain BFS; larger levels get a program that prints the solver's plan."""
+
+
+def code_ask(timeout_s: float) -> str:
+    """The tool agent's answer instructions with ``tool_mode="code"``."""
+    return programs.code_instructions(
+        "searches for the complete plan of moves that puts every box on a goal (for example a "
+        "breadth-first search over the positions of the player and the boxes)",
+        _CODE_EXAMPLE,
+        "the current board exactly as shown above, one row per line",
+        timeout_s,
+    )
+
+
+def program_proposal_line(moves: tuple[str, ...] | None, reason: str) -> str:
+    """How the planner sees the plan a tool program printed (or why there is none)."""
+    if moves is None:
+        return f"none ({clean_text(reason)})"
+    return f"{format_moves(moves)} ({len(moves)} moves)"
+
+
+def program_section(report: str, proposal: str | None, own: bool) -> str:
+    """The tool's program block of a prompt: the report, and for the tool itself its plan."""
+    if not own:
+        return f"\n{report}\n"
+    plan = f"\nThe plan it gave: {proposal}" if proposal is not None else ""
+    return f"\n{report}{plan}\n"
+
+
+def print_program(moves: tuple[str, ...]) -> str:
+    """A tool reply whose program just prints ``moves`` (the random policy's answer)."""
+    return f'```python\nprint("#### {format_moves(moves)}")\n```'
+
+
+def oracle_program(board_text: str, n_free: int, n_boxes: int, moves: tuple[str, ...]) -> str:
+    """The oracle tool reply: a BFS over (player, boxes) that prints a shortest plan.
+
+    ``moves`` (the env solver's shortest plan) is printed directly instead when the state space
+    bound ``n_free * C(n_free, n_boxes)`` is above :data:`_BFS_LIMIT` (a plain BFS in the sandbox
+    could run out of time there).
+    """
+    from math import comb
+
+    if n_free * comb(n_free, n_boxes) > _BFS_LIMIT:
+        return (
+            "```python\n# Too large for a plain BFS in the time limit: a shortest plan found by "
+            f'A* search.\nprint("#### {format_moves(moves)}")\n```'
+        )
+    return _BFS.replace("LEVEL_TEXT", board_text)
+
+
+_BFS = '''```python
+import sys
+from collections import deque
+
+LEVEL = """
+LEVEL_TEXT
+"""
+free, goals, boxes = set(), set(), set()
+for r, line in enumerate(LEVEL.strip("\\n").split("\\n")):
+    for c, ch in enumerate(line):
+        if ch != "#":
+            free.add((r, c))
+        if ch in ".*+":
+            goals.add((r, c))
+        if ch in "$*":
+            boxes.add((r, c))
+        if ch in "@+":
+            player = (r, c)
+steps = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+start = (player, frozenset(boxes))
+came = {start: None}
+queue = deque([start])
+while queue:
+    state = queue.popleft()
+    (r, c), placed = state
+    if placed <= goals:
+        break
+    for move, (dr, dc) in steps.items():
+        to = (r + dr, c + dc)
+        if to not in free:
+            continue
+        after = placed
+        if to in placed:
+            beyond = (r + 2 * dr, c + 2 * dc)
+            if beyond not in free or beyond in placed:
+                continue
+            after = placed - {to} | {beyond}
+        if (to, after) not in came:
+            came[to, after] = (state, move)
+            queue.append((to, after))
+else:
+    sys.exit("no plan found")
+moves = []
+while came[state]:
+    state, move = came[state]
+    moves.append(move)
+print("####", ", ".join(reversed(moves)))
+```'''

@@ -85,13 +85,14 @@ digit of the tool agent's latest proposed grid (planner in ``mas`` mode; zeros o
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import compress
 from operator import eq, itemgetter, ne
 from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs import registry
+from mas_envs import programs, registry
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku import prompts
@@ -112,6 +113,10 @@ class SudokuEnv(TextEnv):
         size: Board size, 4 or 9.
         clues: Given digits (``None``: 6 for 4x4, 30 for 9x9); see
             :data:`mas_envs.sudoku.generate.CLUE_RANGE`.
+        tool_mode: ``"plan"`` (the tool answers with a grid or fills) or ``"code"`` (with a
+            program that prints them, run in the sandbox; see the card).
+        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``).
+        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``).
         mode, alpha, max_turns, split, render_mode, max_action_chars: See :class:`TextEnv`.
     """
 
@@ -127,15 +132,29 @@ class SudokuEnv(TextEnv):
     }
 
     def __init__(
-        self, *, size: int = 4, clues: int | None = None, max_turns: int = 3, **kwargs: Any
+        self,
+        *,
+        size: int = 4,
+        clues: int | None = None,
+        max_turns: int = 3,
+        tool_mode: str = "plan",
+        tool_timeout_s: float = 5.0,
+        tool_memory_mb: int = 512,
+        **kwargs: Any,
     ) -> None:
         self.clues = check_config(size, clues)
         self.size = int(size)
+        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
         super().__init__(max_turns=max_turns, **kwargs)
+        self.tool_mode = tool_mode
+        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
+        self._runner = runner if self.mode == "mas" else None
         geo = geometry(self.size)
         self._rules = prompts.rules_text(self.size, geo.box, max_turns)
         self._format = prompts.format_text(self.size)
-        self._systems = {a: prompts.system_text(self.mode, a) for a in self.possible_agents}
+        self._code_format = prompts.code_format_text(self.size, float(tool_timeout_s))
+        texts = "code" if self._runner is not None else self.mode
+        self._systems = {a: prompts.system_text(texts, a) for a in self.possible_agents}
 
     # ------------------------------------------------------------------ task
 
@@ -157,6 +176,7 @@ class SudokuEnv(TextEnv):
         self._clue_get = itemgetter(*given)
         self._clue_values = self._clue_get(puzzle)
         self._clue_text = format_grid(puzzle, n, boxes=True)
+        self._clue_input = format_grid(puzzle, n)  # a tool program's stdin (tool_mode="code")
         # Game state: immutable values only, so clone() copies nothing.
         self._board = puzzle
         self._score = 0  # correct - wrong over the free cells of the board
@@ -166,6 +186,8 @@ class SudokuEnv(TextEnv):
         self._board_cache: tuple[bytes | None, str] = (None, "")
         self._proposal_cache: tuple[tuple[int, bytes | None, str] | None, str] = (None, "")
         self._proposal: tuple[int, bytes | None, str] | None = None
+        # tool_mode="code": the tool's latest program and what it printed (immutable).
+        self._program: programs.ToolProgram | None = None
 
     @property
     def puzzle(self) -> bytes:
@@ -231,6 +253,8 @@ class SudokuEnv(TextEnv):
         return (score - self._score) / self._n_free, new, "", score
 
     def _apply(self, agent: str, text: str) -> Outcome:
+        if self._runner is not None and agent == "tool":
+            return self._apply_program(text)
         reward, new, reason, score = self._judge(text)
         after = self._board if new is None or reason else new  # a rejected answer changes nothing
         info = {"valid": not reason, "empty": after.count(0)}
@@ -246,6 +270,39 @@ class SudokuEnv(TextEnv):
         self._board, self._score = new, score
         return Outcome(reward, 1.0 if solved else 0.0, solved, solved, info=info)
 
+    def _apply_program(self, text: str) -> Outcome:
+        """``tool_mode="code"``: run the tool's program, judge what it printed like an answer."""
+        assert self._runner is not None
+        program = self._program = programs.tool_program(
+            self._runner, text, self._clue_input, self.turn
+        )
+        verdict = program.run.verdict if program.run is not None else ""
+        output = program.output
+        if output is None:
+            self._proposal = (self.turn, None, program.reason)
+            info = {"valid": False, "empty": self._board.count(0), "verdict": verdict}
+            if verdict == "sandbox_error":  # not the agent's fault: no penalty
+                return Outcome(0.0, reason=program.reason, info=info)
+            return Outcome(self.format_penalty, parsed=False, reason=program.reason, info=info)
+        reward, new, reason, _ = self._judge(output)
+        if new is None:
+            reason = f"the program's output has no answer: {reason}"
+        self._proposal = (self.turn, new, reason)
+        after = self._board if new is None or reason else new
+        info = {"valid": not reason, "empty": after.count(0), "verdict": verdict}
+        return Outcome(reward, parsed=new is not None, reason=reason, info=info)
+
+    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
+        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
+
+        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
+        runs their programs in one pooled sandbox call and fills the cache the clones share, so
+        the K steps only read it. It changes no state; other agents' texts are ignored.
+        """
+        if self._runner is None or (agent or self.agent_selection) != "tool":
+            return
+        self._runner.prefetch_texts(texts, self._clue_input, self.max_action_chars)
+
     # ------------------------------------------------------------------ text
 
     def _system(self, agent: str) -> str:
@@ -259,7 +316,10 @@ class SudokuEnv(TextEnv):
             "Moves so far:\n" + self._history_text(),
             f"Turn {self.turn + 1} of {self.max_turns}.",
         ]
+        code = self._runner is not None
         if agent == "tool":
+            if code and self._program is not None:
+                parts.append(programs.program_report(self._program, "Your"))
             if self._proposal is not None:
                 parts.append(self._own_proposal_text())
             parts.append(
@@ -267,6 +327,10 @@ class SudokuEnv(TextEnv):
                 "planner decides what is filled."
             )
         elif self.mode == "mas":
+            program = self._program
+            # The proposal text already says when the tool's reply had no program.
+            if code and program is not None and program.turn == self.turn and program.run:
+                parts.append(programs.program_report(program, "The tool agent's"))
             parts.append(self._proposal_text())
             parts.append(
                 "Decide the cells to fill on the board: you may use, correct or ignore the "
@@ -274,7 +338,7 @@ class SudokuEnv(TextEnv):
             )
         else:
             parts.append("Decide the cells to fill on the board.")
-        parts.append(self._format)
+        parts.append(self._code_format if code and agent == "tool" else self._format)
         return "\n\n".join(parts)
 
     def _board_text(self) -> str:
@@ -335,6 +399,8 @@ class SudokuEnv(TextEnv):
     def _format_proposal(self, proposal: tuple[int, bytes | None, str]) -> str:
         _, grid, reason = proposal
         if grid is None:
+            if self._runner is not None:
+                return f"The tool agent's program gave no proposal: {clean_text(reason)}"
             return f"The tool agent's answer could not be read: {clean_text(reason)}"
         if reason:
             check = f"rejected by the rules: {reason}"
@@ -352,9 +418,21 @@ class SudokuEnv(TextEnv):
     # ------------------------------------------------------------------ policies
 
     def oracle_action(self, agent: str | None = None) -> str:
+        """The solution grid; with ``tool_mode="code"`` the tool's is a solver program
+        (:func:`~mas_envs.sudoku.prompts.oracle_program`) that prints it."""
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            return prompts.oracle_program(self._clue_input)
         return "####\n" + format_grid(self._solution, self.size)
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
+        """A random grid (clues kept) or random fills; the tool's is a program printing one
+        with ``tool_mode="code"``."""
+        text = self._random_answer(rng)
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            return prompts.print_program(text)
+        return text
+
+    def _random_answer(self, rng: np.random.Generator) -> str:
         n = self.size
         free = [i for i, v in enumerate(self._puzzle) if not v]
         if rng.random() < 0.5:  # a whole grid: clues kept, every other cell a random digit

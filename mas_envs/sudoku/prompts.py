@@ -20,10 +20,21 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from mas_envs import programs
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku.rules import SIZES, format_grid
 
-__all__ = ["Parsed", "format_fills", "format_text", "parse_answer", "rules_text", "system_text"]
+__all__ = [
+    "Parsed",
+    "code_format_text",
+    "format_fills",
+    "format_text",
+    "oracle_program",
+    "parse_answer",
+    "print_program",
+    "rules_text",
+    "system_text",
+]
 
 _SYSTEM = {
     ("mas", "tool"): (
@@ -40,11 +51,24 @@ _SYSTEM = {
         "You solve Sudoku puzzles. Each turn you see the board and the moves made so far, and "
         "you decide which cells to fill."
     ),
+    ("code", "tool"): (
+        "You are the tool agent of a two-agent team that solves Sudoku puzzles. Each turn you "
+        "write a short Python program that solves the puzzle and prints a complete solution. The "
+        "program runs in a sandbox; its answer is checked against the rules but does not change "
+        "the board: the planner agent sees your program, its output and its answer, and decides "
+        "which cells are filled."
+    ),
+    ("code", "planner"): (
+        "You are the planner agent of a two-agent team that solves Sudoku puzzles. Each turn a "
+        "tool agent writes a program that solves the puzzle; you see the program, its output, "
+        "its answer, the board and the moves made so far, and you decide which cells are "
+        "actually filled."
+    ),
 }
 
 
 def system_text(mode: str, agent: str) -> str:
-    """The system text of ``agent`` in ``mode``."""
+    """The system text of ``agent`` in ``mode`` (``"code"``: the team with ``tool_mode="code"``)."""
     return _SYSTEM[mode, agent]
 
 
@@ -72,6 +96,76 @@ def format_text(n: int) -> str:
         "#### [[1, 3, 4], [2, 1, 2]]\n"
         "(this puts 4 in row 1, column 3 and 2 in row 2, column 1)."
     )
+
+
+def code_format_text(n: int, timeout_s: float) -> str:
+    """The tool agent's answer section with ``tool_mode="code"`` (static for a size)."""
+    return (
+        "A move that changes a given clue, or puts a digit twice in a row, column or box, is "
+        "rejected and the board stays as it was.\n\n"
+        + programs.code_instructions(
+            "solves the puzzle (for example a backtracking search over the digits each empty "
+            "cell allows)",
+            'print("####")\nfor row in grid:\n    print(" ".join(map(str, row)))'
+            f"  # {n} lines such as: " + " ".join(str(d) for d in range(1, n + 1)),
+            f"the given clues, one row per line, {n} digits separated by spaces, '.' for an "
+            "empty cell",
+            timeout_s,
+        )
+        + f"\nThe answer is read like a direct one: the whole board ({n} lines of {n} digits, "
+        "'.' for empty) or a list of fills [[row, column, digit], ...] numbered from 1."
+    )
+
+
+def print_program(answer: str) -> str:
+    """A tool reply whose program just prints ``answer`` (the random policy's)."""
+    return f"```python\nprint({answer!r})\n```"
+
+
+def oracle_program(clues: str) -> str:
+    """The oracle tool reply: a backtracking solver (fewest candidates first) over ``clues``
+    (:func:`~mas_envs.sudoku.rules.format_grid` text) that prints the whole solved board."""
+    return _SOLVER.replace("CLUES_TEXT", clues)
+
+
+_SOLVER = '''```python
+import sys
+
+CLUES = """
+CLUES_TEXT
+"""
+rows = [line.split() for line in CLUES.strip("\\n").split("\\n")]
+grid = [[int(x) if x.isdigit() else 0 for x in row] for row in rows]
+n = len(grid)
+box = int(n**0.5)
+
+
+def allowed(r, c):
+    used = set(grid[r]) | {grid[i][c] for i in range(n)}
+    r0, c0 = r - r % box, c - c % box
+    used |= {grid[i][j] for i in range(r0, r0 + box) for j in range(c0, c0 + box)}
+    return [d for d in range(1, n + 1) if d not in used]
+
+
+def solve():
+    empty = [(len(allowed(r, c)), r, c) for r in range(n) for c in range(n) if not grid[r][c]]
+    if not empty:
+        return True
+    _, r, c = min(empty)
+    for d in allowed(r, c):
+        grid[r][c] = d
+        if solve():
+            return True
+    grid[r][c] = 0
+    return False
+
+
+if not solve():
+    sys.exit("no solution")
+print("####")
+for row in grid:
+    print(" ".join(map(str, row)))
+```'''
 
 
 # Format examples: a board with a few digits, visibly not a solution to copy.

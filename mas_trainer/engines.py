@@ -13,7 +13,6 @@ It shares the learner's model object, so weight sync is a no-op.
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from mas_trainer.at_grpo import top_p_filter
-from mas_trainer.models import stop_token_ids
+from mas_trainer.models import cache_argument, stop_token_ids
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -126,7 +125,7 @@ class TransformersEngine:
         self.pad_id = int(pad)
         self.stop_ids = torch.tensor(stop_token_ids(tokenizer), device=self.device)
         self._generator = torch.Generator(device=self.device).manual_seed(seed)
-        self._cache_kwarg = _cache_kwarg(model)
+        self._cache_kwarg = cache_argument(model)
 
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """Copy weights into the model; tensors that already are its own parameters are skipped.
@@ -255,13 +254,6 @@ class TransformersEngine:
         return [
             Completion(tokens[r], logps[r], "stop" if stopped[r] else "length") for r in range(n)
         ]
-
-
-def _cache_kwarg(model: Any) -> str:
-    """Name of the KV-cache argument: ``cache`` (transformers >= 5.24) or ``past_key_values``."""
-    base: Any = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft
-    params = inspect.signature(base.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
 
 
 def _sample(

@@ -268,6 +268,14 @@ def load_model(
     return model, tokenizer
 
 
+def cache_argument(model: Any) -> str:
+    """A model's KV-cache argument name: ``cache`` (transformers >= 5.24) or ``past_key_values``."""
+    import inspect
+
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # peft wraps
+    return "cache" if "cache" in inspect.signature(base.forward).parameters else "past_key_values"
+
+
 def count_parameters(model: Any) -> int:
     """Number of distinct parameters (tied embeddings counted once)."""
     return sum(p.numel() for p in model.parameters())

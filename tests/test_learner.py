@@ -269,3 +269,51 @@ def test_gradient_checkpointing_gives_the_same_update() -> None:
     assert m_a["loss/policy"] == pytest.approx(m_b["loss/policy"], abs=1e-6)
     for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
         assert torch.allclose(p, q, atol=1e-6)
+
+
+def _grouped_samples(model, tok, k: int = 4, max_tokens: int = 12) -> list[TrainSample]:
+    """K sampled candidates for each of 4 prompts of different lengths (one tree-rollout turn)."""
+    prompts = [
+        chat_prompt_ids(tok, [{"role": "user", "content": f"task {i} " + "y" * (9 * i)}])
+        for i in range(4)
+        for _ in range(k)
+    ]
+    outs = TransformersEngine(model, tok).generate(
+        prompts, SamplingParams(max_tokens=max_tokens), seed=0
+    )
+    return [
+        TrainSample(p, c.token_ids, c.logprobs, 0.0, 1.0 if i % 3 == 0 else -0.5)
+        for i, (p, c) in enumerate(zip(prompts, outs, strict=True))
+    ]
+
+
+def test_shared_prompts_give_the_same_logprobs_as_separate_rows() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _grouped_samples(model, tok)
+    shared = _learner(model, mini_batch_size=16, micro_batch_size=6).logprobs(samples)
+    separate = _learner(model, share_prompts=False).logprobs(samples)
+    for s, a, b in zip(samples, shared, separate, strict=True):
+        assert a == pytest.approx(b, abs=1e-5)
+        assert a == pytest.approx(s.logprobs, abs=1e-4)
+    # One-token completions (the prompt's last hidden state alone predicts them).
+    short = [TrainSample(s.prompt_ids, [258], [0.0], 0.0) for s in samples]
+    a1 = _learner(model).logprobs(short)
+    b1 = _learner(model, share_prompts=False).logprobs(short)
+    assert [x[0] for x in a1] == pytest.approx([x[0] for x in b1], abs=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of")
+def test_shared_prompts_give_the_same_update() -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    samples = _grouped_samples(model_a, tok)
+    before = _params(model_a)
+    metrics = []
+    for model, share in ((model_a, True), (model_b, False)):
+        learner = _learner(model, share_prompts=share, mini_batch_size=8, grad_clip=0.0)
+        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
+        metrics.append(learner.update(samples))
+    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
+    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
+    assert metrics[0]["loss/policy"] == pytest.approx(metrics[1]["loss/policy"], abs=1e-6)

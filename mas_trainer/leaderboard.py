@@ -429,7 +429,13 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
-def _markdown(boards: Mapping[str, list[Entry]], link_prefix: str) -> str:
+def _md_text(text: str) -> str:
+    """Untrusted text (an entry name) made safe inside a Markdown table cell."""
+    return html.escape(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _markdown(boards: Mapping[str, list[Entry]], link_prefix: str | None) -> str:
+    """Tables of the boards; files are links under ``link_prefix``, or plain paths when None."""
     lines = []
     for env_id, entries in boards.items():
         board = BOARDS[env_id]
@@ -450,11 +456,17 @@ def _markdown(boards: Mapping[str, list[Entry]], link_prefix: str) -> str:
         for rank, e in enumerate(entries, 1):
             a = e.agg
             mark = "yes" if e.verified else ""
+            file = (
+                f"`leaderboards/{e.rel}`"
+                if link_prefix is None
+                else f"[{e.path.name}]({link_prefix}{e.rel})"
+            )
             lines.append(
-                f"| {rank} | {e.result['name']} | {e.result['policy']['kind']} | {e.env['mode']} "
+                f"| {rank} | {_md_text(e.result['name'])} | {e.result['policy']['kind']} "
+                f"| {e.env['mode']} "
                 f"| **{_pct(a['success'])}** | {_pct(a['ci95'][0])}-{_pct(a['ci95'][1])} "
                 f"| {a['episodes']} | {a['turns_mean']:.2f} | {mark} "
-                f"| [{e.path.name}]({link_prefix}{e.rel}) |"
+                f"| {file} |"
             )
         lines.append("")
     return "\n".join(lines)
@@ -551,10 +563,7 @@ def render(root: Path) -> dict[Path, str]:
         "",
     ]
     for env_id, entries in boards.items():
-        table = _markdown(
-            {env_id: entries}, "https://github.com/mas-rl/mas-rl/blob/main/leaderboards/"
-        )
-        docs_md.append(table)
+        docs_md.append(_markdown({env_id: entries}, None))
         if entries:
             docs_md += [_svg(env_id, entries), ""]
     return {

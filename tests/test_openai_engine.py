@@ -348,6 +348,21 @@ def test_real_vllm_server_tokens_and_chat(tmp_path):
             assert all(math.isfinite(x) for x in s_.logprobs)
         texts = eng.chat([[{"role": "user", "content": "hello"}]], params)
         assert isinstance(texts[0], str)
+        # A benchmark suite through the server in token mode records the served model and template.
+        from mas_trainer.suite import run_suite
+
+        result = run_suite(
+            ["mas/PlanPath-v0"],
+            "openai:tiny",
+            base_url=url,
+            openai_mode="tokens",
+            tokenizer=str(tmp_path / "m"),
+            episodes=2,
+            max_new_tokens=8,
+        )
+        assert result["model"]["revision"] == str(tmp_path / "m")
+        assert result["model"]["chat_template_sha256"]
+        assert len(result["results"][0]["episodes"]) == 2
     finally:
         os.killpg(proc.pid, 15)
         try:

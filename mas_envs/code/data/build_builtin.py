@@ -14,6 +14,7 @@ The output is deterministic (each problem's generator is ``random.Random(<stable
 # ruff: noqa: E501  (reference programs are data: their lines stay as written)
 from __future__ import annotations
 
+import ast
 import contextlib
 import copy
 import hashlib
@@ -2478,12 +2479,109 @@ def build(spec: Spec) -> dict[str, Any]:
     }
 
 
+# ============================================================================ known wrong programs
+
+_SWAP_CMP = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+}
+_SWAP_BIN = {ast.Add: ast.Sub, ast.Sub: ast.Add}
+_SWAP_BOOL = {ast.And: ast.Or, ast.Or: ast.And}
+_SWAP_CALL = {"min": "max", "max": "min"}
+MAX_CANDIDATES = 24  # mutants tried per problem
+MAX_WRONG = 2  # known wrong programs kept per problem
+
+
+def _edits(node: ast.AST) -> list[Callable[[ast.AST], None]]:
+    """Single-point edits of ``node``: the bugs people make (off-by-one, flipped comparison,
+    ``and``/``or``, ``min``/``max``, ``+``/``-``)."""
+    edits: list[Callable[[ast.AST], None]] = []
+    if isinstance(node, ast.Compare):
+        for j, op in enumerate(node.ops):
+            if type(op) in _SWAP_CMP:
+                edits.append(lambda n, j=j: n.ops.__setitem__(j, _SWAP_CMP[type(n.ops[j])]()))
+    elif isinstance(node, ast.BinOp) and type(node.op) in _SWAP_BIN:
+        edits.append(lambda n: setattr(n, "op", _SWAP_BIN[type(n.op)]()))
+    elif isinstance(node, ast.BoolOp):
+        edits.append(lambda n: setattr(n, "op", _SWAP_BOOL[type(n.op)]()))
+    elif isinstance(node, ast.Name) and node.id in _SWAP_CALL:
+        edits.append(lambda n: setattr(n, "id", _SWAP_CALL[n.id]))
+    elif isinstance(node, ast.Constant) and type(node.value) is bool:
+        edits.append(lambda n: setattr(n, "value", not n.value))
+    elif isinstance(node, ast.Constant) and type(node.value) is int and -1 <= node.value <= 10:
+        edits.append(lambda n: setattr(n, "value", n.value + 1))
+        edits.append(lambda n: setattr(n, "value", n.value - 1))
+    return edits
+
+
+def mutants(source: str) -> list[str]:
+    """Programs that differ from ``source`` by one small edit (at most MAX_CANDIDATES)."""
+    original = ast.unparse(ast.parse(source))
+    out: list[str] = []
+    for index, node in enumerate(ast.walk(ast.parse(source))):
+        for edit in _edits(node):
+            tree = ast.parse(source)
+            edit(list(ast.walk(tree))[index])  # the same node in a fresh copy (same walk order)
+            code = ast.unparse(tree) + "\n"
+            if code.strip() != original and code not in out:
+                out.append(code)
+    return out[:MAX_CANDIDATES]
+
+
+def add_known_wrong(records: list[dict[str, Any]]) -> None:
+    """Give each problem up to MAX_WRONG subtle wrong programs, checked in the sandbox.
+
+    A mutant qualifies when it runs without time-outs and fails at least one hidden test. The
+    most subtle come first: those that pass every public example (the statement's examples
+    cannot tell them apart), then by hidden pass rate. The tester's reward checks that its
+    cases catch them.
+    """
+    from mas_envs.code.judge import Limits, Request, run_requests
+    from mas_envs.code.problems import _read_builtin
+
+    tmp = OUT.with_suffix(".tmp.jsonl")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    problems = list(_read_builtin(tmp))
+    tmp.unlink()
+    reqs, owners = [], []
+    for i, p in enumerate(problems):
+        for code in mutants(p.reference):
+            reqs.append(Request(code, p.tests, p.fn_name))
+            owners.append(i)
+    print(f"checking {len(reqs)} mutants in the sandbox ...")
+    results = run_requests(reqs, Limits(timeout_s=2.0))
+    kept: dict[int, list[tuple[float, str]]] = {}
+    for i, req, res in zip(owners, reqs, results, strict=True):
+        p = problems[i]
+        passed = [r.passed for r in res]
+        public = [passed[p.tests.index(c)] for c in p.public]
+        slow = any(r.status in ("timeout", "skipped", "sandbox_error") for r in res)
+        if not slow and not all(passed):
+            subtle = (all(public), sum(passed) / len(passed))
+            kept.setdefault(i, []).append((subtle, req.program))
+    for i, rec in enumerate(records):
+        best = sorted(kept.get(i, []), key=lambda t: t[0], reverse=True)[:MAX_WRONG]
+        rec["wrong"] = [code for _, code in best]
+
+
 def main() -> None:
     ids = [s.id for s in SPECS]
     assert len(set(ids)) == len(ids), "duplicate problem id"
+    records = [build(spec) for spec in SPECS]
+    add_known_wrong(records)
     with OUT.open("w", encoding="utf-8") as f:
-        for spec in SPECS:
-            f.write(json.dumps(build(spec), ensure_ascii=False) + "\n")
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    with_wrong = sum(1 for r in records if r["wrong"])
+    missing = [r["id"] for r in records if not r["wrong"]]
+    print(f"{with_wrong} problems have known wrong programs; none for {missing}")
+    assert with_wrong >= len(records) * 0.85, "most problems need known wrong programs"
     kinds = {
         k: sum(1 for s in SPECS if (s.fn is None) == (k == "stdio")) for k in ("stdio", "function")
     }

@@ -184,7 +184,7 @@ def answer_text(moves: tuple[str, ...]) -> str:
 # ---------------------------------------------------------------------------- tool_mode="code"
 
 _CODE_EXAMPLE = 'print("####", ", ".join(moves))  # prints: #### U, R, R, D'
-_BFS_LIMIT = 50_000
+_BFS_LIMIT = 300_000
 """Largest state-space bound (free cells x placements of the boxes) the oracle program searches
 with a plain BFS; larger levels get a program that prints the solver's plan."""
 

@@ -98,6 +98,25 @@ def test_run_moves_table(moves, before, end, reward, made, blocked, reached):
     assert (made_, blocked_, reached_) == (made, blocked, reached)
 
 
+def test_splitting_a_move_list_over_turns_changes_nothing():
+    """Playing a list in two answers ends in the same cell with the same total reward."""
+    rng = np.random.default_rng(1)
+    for seed in range(200):
+        lv = grid.generate(np.random.default_rng(seed), 5, 5, 0.22)
+        moves = tuple(grid.MOVES[i] for i in rng.integers(0, 4, size=int(rng.integers(2, 15))))
+        cut = int(rng.integers(1, len(moves)))
+        whole = grid.run_moves(lv, lv.start, moves, 0)
+        first = grid.run_moves(lv, lv.start, moves[:cut], 0)
+        if first[4]:  # reached the goal in the first part: the rest is ignored either way
+            assert whole[:3] == first[:3]
+            continue
+        second = grid.run_moves(lv, first[0], moves[cut:], len(first[2]))
+        assert second[0] == whole[0] and second[4] == whole[4]
+        assert first[1] + second[1] == pytest.approx(whole[1])
+        assert first[2] + second[2] == whole[2]
+        assert first[3] + tuple(cut + i for i in second[3]) == whole[3]
+
+
 def test_make_level_rejects_bad_levels():
     walls = tuple(ch == "#" for ch in "".join(HAND))
     with pytest.raises(ValueError, match="start cell 1"):
@@ -195,6 +214,17 @@ def test_tool_is_simulated_planner_moves_the_real_env():
     assert env.infos["planner"]["position"] == (2, 0)
     assert env.rewards["planner"] == pytest.approx(-0.02 + 0.99 * -7 + 5)
     assert not any(env.terminations.values())
+
+
+def test_tool_never_moves_the_real_env():
+    env = PlanPathEnv(rows=6, cols=6)
+    rng = np.random.default_rng(0)
+    for seed in range(30):
+        env.reset(seed=seed)
+        start = (env.position, env.moves, env.observe("tool"))
+        env.step(env.random_action(rng) if seed % 2 else env.oracle_action())
+        assert (env.position, env.moves, env.observe("tool")) == start
+        assert not any(env.terminations.values()) and env.agent_selection == "planner"
 
 
 def test_goal_split_over_turns_keeps_the_bonus_and_ends_the_episode():

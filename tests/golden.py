@@ -50,10 +50,11 @@ def transcript(env_id: str) -> str:
 def check(env_id: str) -> None:
     """Assert that ``env_id``'s transcript equals its stored golden file."""
     path = golden_path(env_id)
-    assert path.exists(), f"no golden transcript for {env_id}; run `python tests/golden.py {env_id}`"
+    regen = f"python tests/golden.py {env_id}"
+    assert path.exists(), f"no golden transcript for {env_id}; run `{regen}`"
     assert transcript(env_id) == path.read_text(encoding="utf-8"), (
         f"prompts of {env_id} changed: bump the env version, note it in the card's version "
-        f"history, and regenerate with `python tests/golden.py {env_id}`"
+        f"history, and regenerate with `{regen}`"
     )
 
 

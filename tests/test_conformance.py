@@ -60,7 +60,7 @@ def test_render(env_id, strict_warnings, capsys):
 def test_gymnasium_single_agent_view(env_id, strict_warnings):
     env = gymnasium.make(env_id)
     check_env(env.unwrapped)
-    obs, info = env.reset(seed=0)
+    obs, _ = env.reset(seed=0)
     assert set(obs) == {"system", "prompt"} and obs["prompt"]
     clone = env.unwrapped.clone()
     text = clone.env.oracle_action()

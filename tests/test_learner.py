@@ -210,7 +210,7 @@ def test_lora_learners_train_only_their_adapter() -> None:
     planner = _learner(peft_model, adapter="planner", lr=1e-2, mini_batch_size=4, kl_coef=0.05)
     executor = _learner(peft_model, adapter="executor", lr=1e-2, mini_batch_size=4)
     engine_p = TransformersEngine(peft_model, tok, adapter="planner")
-    prompts = [chat_prompt_ids(tok, [{"role": "user", "content": f"p{i}"}]) for i in range(8)]
+    prompts = [chat_prompt_ids(tok, [{"role": "user", "content": f"p{i // 2}"}]) for i in range(8)]
     outs = engine_p.generate(prompts, SamplingParams(max_tokens=10), seed=0)
     samples = [
         TrainSample(p, c.token_ids, c.logprobs, 0.0, 1.0 if i % 2 == 0 else -1.0)

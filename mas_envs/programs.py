@@ -38,8 +38,10 @@ from mas_envs import sandbox
 from mas_envs.spaces import clean_text
 
 __all__ = [
+    "EMPTY_PROGRAM",
     "NO_PROGRAM",
     "TOOL_MODES",
+    "UNCLOSED_THINK",
     "ProgramRun",
     "ProgramRunner",
     "ToolProgram",
@@ -47,8 +49,10 @@ __all__ = [
     "code_instructions",
     "extract_code",
     "fenced_blocks",
+    "find_program",
     "program_report",
     "runner_for",
+    "strip_think",
     "tool_program",
 ]
 
@@ -69,6 +73,8 @@ MAX_CACHED_CODE = 32_000
 """Longer programs are run every time rather than held in the cache."""
 
 NO_PROGRAM = "no ```python code block: put your program between ```python and ```"
+EMPTY_PROGRAM = "the ```python code block is empty"
+UNCLOSED_THINK = "the answer is still inside <think>: close it with </think>, then give the program"
 
 _TAG = re.compile(r"[\w+#.-]*")
 _PY_TAGS = {"", "python", "py", "python3", "py3"}
@@ -109,7 +115,8 @@ def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], tuple[str, str] | N
     return closed, (tag, "\n".join(body)) if tag is not None else None
 
 
-def _strip_think(text: str) -> str | None:
+def strip_think(text: str) -> str | None:
+    """``text`` after the last ``</think>``; ``None`` while a ``<think>`` is still open."""
     end = text.rfind("</think>")
     if end >= 0:
         return text[end + len("</think>") :]
@@ -134,7 +141,7 @@ def extract_code(text: str, *, bare: bool = True) -> str | None:
         bare: Accept a reply without any fence as the program when it compiles (rule 4 of the
             module docstring). ``False`` requires a fenced block.
     """
-    body = _strip_think(text)
+    body = strip_think(text)
     if body is None:
         return None
     if "```" not in body:  # the common no-code reply: no line scan, no compile unless bare
@@ -151,6 +158,28 @@ def extract_code(text: str, *, bare: bool = True) -> str | None:
         else:  # backticks inside a line, never as a fence
             code = body if bare and _compiles(body) else ""
     return code.strip("\n") + "\n" if code.strip() else None
+
+
+def find_program(text: str, *, bare: bool = False) -> tuple[str | None, str]:
+    """:func:`extract_code`, with the reason when there is no program.
+
+    Returns:
+        ``(program, "")``, or ``(None, reason)`` with reason :data:`NO_PROGRAM`,
+        :data:`EMPTY_PROGRAM` (the last Python block is empty) or :data:`UNCLOSED_THINK`.
+    """
+    code = extract_code(text, bare=bare)
+    if code is not None:
+        return code, ""
+    body = strip_think(text)
+    if body is None:
+        return None, UNCLOSED_THINK
+    if "```" in body:
+        closed, unclosed = fenced_blocks(body)
+        if unclosed is not None:
+            closed.append(unclosed)
+        if any(tag in _PY_TAGS for tag, _ in closed):
+            return None, EMPTY_PROGRAM
+    return None, NO_PROGRAM
 
 
 # ---------------------------------------------------------------------------- running
@@ -299,9 +328,9 @@ class ToolProgram(NamedTuple):
 
 def tool_program(runner: ProgramRunner, text: str, stdin: str, turn: int) -> ToolProgram:
     """Find the program in ``text`` and run it on ``stdin`` (the current state as text)."""
-    code = extract_code(text, bare=False)
+    code, reason = find_program(text)
     if code is None:
-        return ToolProgram(turn, "", None, NO_PROGRAM)
+        return ToolProgram(turn, "", None, reason)
     run = runner.run(code, stdin)
     if run.verdict == "ok":
         return ToolProgram(turn, code, run, "")

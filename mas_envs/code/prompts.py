@@ -1,15 +1,7 @@
 """All text of the code env: system texts, prompt builders, and the parsers of agents' answers.
 
-Code extraction (:func:`extract_code`), in order:
-
-1. Drop reasoning: everything up to the last ``</think>``; an unclosed ``<think>`` means no answer.
-2. Fenced blocks (```` ```python ````, ```` ```py ````, ```` ```python3 ```` or a bare
-   ```` ``` ````) that are closed: the LAST one is the program (models often show a draft, then
-   the final version). Blocks tagged with another language (```` ```text ````, ```` ```bash ````)
-   are skipped.
-3. An unclosed block at the end (a cut-off answer): its text, if no closed Python block came
-   before.
-4. No fence at all: the whole text, if it compiles as Python (a bare program); else nothing.
+Code extraction: :func:`mas_envs.programs.extract_code` (shared with the math env and the game
+envs' plan code; the code env accepts a bare program without a fence: ``bare=True``).
 
 Test-case parsing (:func:`parse_cases`): for stdin/stdout problems, pairs of ``**Test Input:**`` /
 ``**Test Output:**`` markers (any case, ``*``/``#``/``:`` optional), each followed by a fenced
@@ -27,6 +19,7 @@ import numpy as np
 
 from mas_envs.code.judge import Case, CaseResult
 from mas_envs.code.problems import Problem
+from mas_envs.programs import extract_code, fenced_blocks, strip_think
 from mas_envs.spaces import clean_text
 
 __all__ = [
@@ -45,70 +38,6 @@ MAX_PROGRAM = 8_000
 MAX_FIELD = 600
 MAX_ERROR = 600
 MAX_SHOWN_CASES = 5
-
-_TAG = re.compile(r"[\w+#.-]*")
-_PY_TAGS = {"", "python", "py", "python3", "py3"}
-
-
-def fenced_blocks(text: str) -> tuple[list[tuple[str, str]], tuple[str, str] | None]:
-    """Closed ```` ``` ```` blocks of ``text`` as (lower-case tag, body), and an unclosed last one.
-
-    A line-by-line scan, linear in the text (a regular expression with a lazy body is quadratic
-    on hostile text full of unclosed fences). An opening fence is a line starting with three
-    backticks, then an optional tag; only a line of exactly three backticks closes a block.
-    """
-    closed: list[tuple[str, str]] = []
-    tag: str | None = None
-    body: list[str] = []
-    for line in text.split("\n"):
-        s = line.strip()
-        if tag is None:
-            if s.startswith("```"):
-                m = _TAG.match(s[3:].lstrip())
-                tag = m.group().lower() if m else ""
-                body = []
-        elif s == "```":
-            closed.append((tag, "\n".join(body)))
-            tag = None
-        else:
-            body.append(line)
-    return closed, (tag, "\n".join(body)) if tag is not None else None
-
-
-def _strip_think(text: str) -> str | None:
-    end = text.rfind("</think>")
-    if end >= 0:
-        return text[end + len("</think>") :]
-    if "<think>" in text:
-        return None
-    return text
-
-
-def _compiles(code: str) -> bool:
-    try:
-        compile(code, "<answer>", "exec")
-    except Exception:  # SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
-        return False
-    return True
-
-
-def extract_code(text: str) -> str | None:
-    """The program in an answer, or ``None`` when there is none (rules in the module doc)."""
-    body = _strip_think(text)
-    if body is None:
-        return None
-    closed, unclosed = fenced_blocks(body)
-    blocks = [code for tag, code in closed if tag in _PY_TAGS]
-    if blocks:
-        code = blocks[-1]
-    elif closed or unclosed:
-        if unclosed is None or unclosed[0] not in _PY_TAGS:
-            return None
-        code = unclosed[1]
-    else:
-        code = body if _compiles(body) else ""
-    return code.strip("\n") + "\n" if code.strip() else None
-
 
 # ---------------------------------------------------------------------------- test cases
 
@@ -184,7 +113,7 @@ def _call_cases(text: str, fn_name: str) -> list[Case]:
 
 def parse_cases(text: str, problem: Problem, max_cases: int) -> tuple[list[Case], int]:
     """The tester's cases (at most ``max_cases``) and how many more were ignored."""
-    body = _strip_think(text)
+    body = strip_think(text)
     if body is None:
         return [], 0
     if problem.kind == "stdio":

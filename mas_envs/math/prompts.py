@@ -6,10 +6,10 @@ passes through :func:`mas_envs.spaces.clean_text` and is capped in length.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
 
 from mas_envs.math.verify import MAX_ANSWER_CHARS, last_boxed
+from mas_envs.programs import find_program
 from mas_envs.spaces import clean_text
 
 __all__ = [
@@ -55,8 +55,6 @@ ANSWER_FORMAT = (
     "e.g. \\boxed{\\frac{3}{4}}. Only the last \\boxed{} counts."
 )
 
-_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
-
 
 class Parsed(NamedTuple):
     """A parse result: the value, or ``None`` and the reason it failed."""
@@ -92,17 +90,13 @@ class ToolTurn(NamedTuple):
 
 
 def parse_code(text: str) -> Parsed:
-    """The last fenced code block of ``text``: ```` ```python ````, ```` ```py ```` or bare.
+    """The tool's program: the last fenced Python block of ``text``.
 
-    An unclosed final fence (a reply cut off by the token limit) still counts.
+    The rules (``<think>`` skipped, a cut-off last block still counts, other languages' blocks
+    skipped) are :func:`mas_envs.programs.extract_code`'s, shared with the code and game envs.
     """
-    blocks = _FENCE.findall(text)
-    if not blocks:
-        return Parsed(None, "no ```python code block: put your program between ```python and ```")
-    code = blocks[-1].strip("\n")
-    if not code.strip():
-        return Parsed(None, "the ```python code block is empty")
-    return Parsed(code)
+    code, reason = find_program(text)
+    return Parsed(code.strip("\n") if code is not None else None, reason)
 
 
 def parse_answer(text: str) -> Parsed:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -50,10 +51,19 @@ def _run(preset: str, out_dir: Path, name: str, overrides: list[str]) -> dict:
 
 
 def compare(
-    preset: str, out_dir: Path, steps: int, warmstart_steps: int, episodes: int, common: list[str]
+    preset: str,
+    out_dir: Path,
+    steps: int,
+    warmstart_steps: int,
+    episodes: int,
+    common: list[str],
+    on_row: Callable[[list[dict]], None],
 ) -> list[dict]:
-    """Run the five rows for one preset; return one result dict per row."""
-    rows = []
+    """Run the five rows for one preset; return one result dict per row.
+
+    ``on_row(rows_so_far)`` is called after every row, so a partial table survives an interrupt.
+    """
+    rows: list[dict] = []
     base = [*common, "--eval.episodes", str(episodes)]
     for mode, label in (("single", "single agent"), ("mas", "MAS prompting")):
         # The warm start of this mode: no RL steps; its checkpoint is the base of the RL rows.
@@ -72,6 +82,7 @@ def compare(
             ],
         )
         rows.append({"row": label, "mode": mode, "rl_steps": 0, **ws})
+        on_row(rows)
         start = str(Path(ws["checkpoint"]) / "shared")
         rl_rows = (
             [("single agent + GRPO", "shared")]
@@ -99,6 +110,7 @@ def compare(
             )
             res["warmstart_s"] = ws.get("warmstart_s", 0.0)
             rows.append({"row": rl_label, "mode": mode, "rl_steps": steps, **res})
+            on_row(rows)
     return rows
 
 
@@ -108,7 +120,8 @@ def table(results: dict[str, list[dict]], args: argparse.Namespace) -> str:
         "",
         "Produced by `python benchmarks/compare_baselines.py "
         f"--envs {' '.join(args.envs)} --steps {args.steps} --warmstart-steps "
-        f"{args.warmstart_steps} --episodes {args.episodes}` on "
+        f"{args.warmstart_steps} --episodes {args.episodes}"
+        f"{''.join(' ' + o for o in args.overrides)}` on "
         f"{time.strftime('%Y-%m-%d', time.gmtime())}: the tiny byte-level model "
         "(~0.5M parameters), "
         "the same seeds, the same warm start per mode, the same RL budget per row "
@@ -150,20 +163,25 @@ def main() -> None:
     parser.add_argument("--out-dir", default="runs/compare", help="where the runs are written")
     parser.add_argument("--out", default="docs/results.md", help="the Markdown table")
     args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
-    results = {}
+    results: dict[str, list[dict]] = {}
     for preset in args.envs:
-        results[preset] = compare(
+
+        def on_row(rows: list[dict], preset: str = preset) -> None:
+            results[preset] = rows
+            Path(args.out_dir).mkdir(parents=True, exist_ok=True)
+            Path(args.out_dir, f"{preset}.json").write_text(json.dumps(rows, indent=2))
+            Path(args.out).write_text(table(results, args) + "\n")
+
+        compare(
             preset,
             Path(args.out_dir) / preset,
             args.steps,
             args.warmstart_steps,
             args.episodes,
             list(args.overrides),
+            on_row,
         )
-        Path(args.out_dir, f"{preset}.json").write_text(json.dumps(results[preset], indent=2))
-    text = table(results, args)
-    Path(args.out).write_text(text + "\n")
-    print(text)
+    print(table(results, args))
 
 
 if __name__ == "__main__":

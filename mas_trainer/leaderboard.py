@@ -58,6 +58,7 @@ __all__ = [
     "main",
     "render",
     "replay_episode",
+    "seed",
     "submit",
     "validate",
     "verify",
@@ -616,6 +617,42 @@ def submit(path: Path, root: Path, *, force: bool = False, replay: bool = True) 
     return placed
 
 
+def seed(root: Path, boards: Sequence[str]) -> list[Path]:
+    """Make the ``random`` and ``oracle`` entries of ``boards``, verified; returns their files.
+
+    For a new board, or after an env changed under an unreleased version: the old seed files
+    would no longer replay.
+    """
+    import tempfile
+
+    from mas_trainer.suite import run_suite
+
+    placed = []
+    for board, policy in [(b, p) for b in boards for p in ("random", "oracle")]:
+        cmd = [
+            "mas-eval",
+            "--suite",
+            board,
+            "--policy",
+            policy,
+            "--name",
+            policy,
+            "--output",
+            f"{policy}.json",
+        ]
+        result = run_suite([board], policy, name=policy, command=cmd)
+        with tempfile.TemporaryDirectory() as tmp:
+            files = submit(save_result(result, Path(tmp) / "seed.json"), root, force=True)
+        for path in files:
+            if verify(load_result(path)):
+                raise ValidationError(str(path), ["the seed entry did not reproduce"])
+            _record_verified(root, path)
+        placed += files
+    for out, text in render(root).items():
+        out.write_text(text)
+    return placed
+
+
 def _summary(result: Mapping[str, Any], placed: Sequence[Path], root: Path) -> str:
     lines = [
         f"### Leaderboard submission: {result['name']}",
@@ -665,6 +702,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     s.add_argument("file", type=Path)
     s.add_argument("--force", action="store_true", help="replace an entry of the same name")
+    sd = sub.add_parser(
+        "seed", help="(re)make the random and oracle entries of boards, verified (maintainers)"
+    )
+    sd.add_argument("boards", nargs="*", help="board env ids (default: every board)")
     r = sub.add_parser("render", help="write LEADERBOARD.md, index.html and the docs page")
     r.add_argument("--check", action="store_true", help="exit 1 if the generated files are stale")
     args = p.parse_args(argv)
@@ -692,6 +733,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for out, text in render(root).items():
                         out.write_text(text)
             return 1 if failed else 0
+        elif args.cmd == "seed":
+            for path in seed(root, args.boards or list(BOARDS)):
+                print(f"seeded {path} (verified)")
         elif args.cmd == "submit":
             placed = submit(args.file, root, force=args.force)
             print(

@@ -451,13 +451,14 @@ def make_actor(
             raise ValueError("openai_mode='tokens' needs --tokenizer PATH (the served model's)")
         from transformers import AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(tokenizer)
-        model.update(weights_sha256=None, chat_template_sha256=_text_hash(tok.chat_template))
-        info["policy_of"] = dict.fromkeys(roles, "shared")
+        served_tok = AutoTokenizer.from_pretrained(tokenizer)
+        model.update(weights_sha256=None, chat_template_sha256=_text_hash(served_tok.chat_template))
+        shared = dict.fromkeys(roles, "shared")
+        info["policy_of"] = shared
         act = _engine_actor(
             {"shared": engine},
-            tok,
-            info["policy_of"],
+            served_tok,
+            shared,
             params,
             system_message=system_message,
             seed=seed,
@@ -666,6 +667,16 @@ def resolve_suite(name: str) -> tuple[str, ...]:
     )
 
 
+def _run_rollout_config(policy: str) -> dict[str, Any]:
+    """The ``rollout`` section of a run folder's ``config.json`` (``{}`` if not a run)."""
+    path = Path(policy)
+    for folder in (path, path.parent, path.parent.parent):
+        cfg = folder / "config.json"
+        if cfg.is_file() and (folder / "checkpoints").is_dir():
+            return dict(json.loads(cfg.read_text()).get("rollout", {}))
+    return {}
+
+
 def suite_main(argv: Sequence[str]) -> int:
     """``mas-eval --suite NAME --policy P --output FILE``: run a benchmark suite, write a result."""
     p = argparse.ArgumentParser(
@@ -699,7 +710,11 @@ def suite_main(argv: Sequence[str]) -> int:
         choices=["hash", "full"],
         help="log prompt hashes (default; validate replays to check them) or full texts",
     )
-    p.add_argument("--max-new-tokens", type=int, default=64, help="token limit per agent turn")
+    p.add_argument(
+        "--max-new-tokens",
+        type=int,
+        help="token limit per agent turn (default: a run's rollout.max_new_tokens, else 64)",
+    )
     p.add_argument(
         "--no-system-message",
         action="store_true",
@@ -727,6 +742,11 @@ def suite_main(argv: Sequence[str]) -> int:
     args = p.parse_args(list(argv))
     if args.episodes is not None and args.episodes < 1:
         p.error("--episodes must be >= 1")
+    # A run folder (or one of its checkpoints) evaluates as it was trained: its prompt format
+    # (system message or not) and its token limit, unless the command line says otherwise.
+    run_rollout = _run_rollout_config(args.policy)
+    system_message = not args.no_system_message and run_rollout.get("system_message", True)
+    max_new_tokens = args.max_new_tokens or run_rollout.get("max_new_tokens", 64)
     try:
         boards = resolve_suite(args.suite)
         result = run_suite(
@@ -739,8 +759,8 @@ def suite_main(argv: Sequence[str]) -> int:
             command=["mas-eval", *argv],
             progress=lambda s: print(f"\r{s}", end="", file=sys.stderr, flush=True),
             seed=args.seed,
-            max_new_tokens=args.max_new_tokens,
-            system_message=not args.no_system_message,
+            max_new_tokens=max_new_tokens,
+            system_message=system_message,
             device=args.device,
             dtype=args.dtype,
             base_url=args.base_url,

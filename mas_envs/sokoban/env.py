@@ -59,8 +59,17 @@ Difficulty:
     ``width`` and ``height`` (5-16, including the wall ring; default 6x6) and ``boxes`` (1 to
     ``(width - 2) * (height - 2) // 4``; default 1).
 
+Plan code (``tool_mode="code"``, the id ``mas/SokobanCode-v0``):
+    The tool answers with a ```` ```python ```` block instead; the program runs in the sandbox
+    (``tool_timeout_s``, default 5 s; ``tool_memory_mb``, default 512) with the current board on
+    its stdin, and its output is parsed like a plan-mode answer and scored the same way. No
+    program, a failed program or an output without a plan: -1.0 with a ``reason``; a failure of
+    the sandbox itself: 0.0. The planner also sees the program and its output; ``infos`` add
+    ``verdict``. Runs are cached per (program, stdin), shared by clones; ``prefetch(texts)`` runs
+    K candidates in one pooled call. ``mode="single"`` is the same in both tool modes.
+
 Version history:
-    v0: first version.
+    v0: first version. ``mas/SokobanCode-v0``: first version of the plan-code variant.
 """
 
 from __future__ import annotations
@@ -99,6 +108,10 @@ class SokobanEnv(TextEnv):
         boxes: Boxes (and goals) per level, 1 to ``(width - 2) * (height - 2) // 4``.
         shaping_scale: Scale of the distance potential (0 turns shaping off).
         shaping_gamma: Discount of the shaping term, in (0, 1].
+        tool_mode: ``"plan"`` (the tool answers with moves) or ``"code"`` (with a program that
+            prints them, run in the sandbox; see the card).
+        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``), (0, 60].
+        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``), 32-8192.
         **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
             ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
 

@@ -80,7 +80,17 @@ digit - 1``, 0-based, as text ``#### [[row+1, col+1, digit]]``), and a ``(2 * si
 size)`` float32 observation: one plane per digit on the board, the clue mask, and one plane per
 digit of the tool agent's latest proposed grid (planner in ``mas`` mode; zeros otherwise).
 
-**Version history.** v0: first version.
+**Plan code** (``tool_mode="code"``, the id ``mas/SudokuCode-v0``). The tool answers with a
+```` ```python ```` block instead; the program runs in the sandbox (``tool_timeout_s``, default
+5 s; ``tool_memory_mb``, default 512) with the given clues on its stdin, and its output is parsed
+and judged like a direct answer. No program, a failed program or an output without an answer:
+-1.0 with a ``reason``; a failure of the sandbox itself: 0.0. The planner also sees this turn's
+program and its output; ``infos`` add ``verdict``. Runs are cached per (program, stdin), shared by
+clones; ``prefetch(texts)`` runs K candidates in one pooled call. ``mode="single"`` is the same in
+both tool modes.
+
+**Version history.** v0: first version. ``mas/SudokuCode-v0``: first version of the plan-code
+variant.
 """
 
 from __future__ import annotations

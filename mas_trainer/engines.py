@@ -13,6 +13,7 @@ It shares the learner's model object, so weight sync is a no-op.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -187,8 +188,6 @@ class TransformersEngine:
     def _generate_chunk(
         self, prompts: list[list[int]], params: SamplingParams, gen: torch.Generator
     ) -> list[Completion]:
-        from transformers import DynamicCache
-
         n = len(prompts)
         # Tree rollouts send each prompt K times: prefill every distinct prompt once, then give
         # each row a copy of its prompt's KV cache (decoding still samples every row on its own).
@@ -204,7 +203,7 @@ class TransformersEngine:
         ids, attn = ids.to(self.device), attn.to(self.device)
         # Left padding shifts tokens right; positions count real tokens only, as in training.
         pos = (attn.cumsum(-1) - 1).clamp(min=0)  # (u, width)
-        cache = DynamicCache(config=self.model.config)
+        cache = _decode_cache(self.model.config, reserve=params.max_tokens)
         out = self.model(
             input_ids=ids,
             attention_mask=attn,
@@ -254,6 +253,68 @@ class TransformersEngine:
         return [
             Completion(tokens[r], logps[r], "stop" if stopped[r] else "length") for r in range(n)
         ]
+
+
+def _decode_cache(config: Any, reserve: int) -> Any:
+    """A ``DynamicCache`` whose layers append in place into reserved room (``ReservedLayer``)."""
+    from transformers import DynamicCache
+    from transformers.cache_utils import DynamicLayer
+
+    cache = DynamicCache(config=config)
+    reserved = _reserved_layer_class()
+    # Only plain full-attention layers are swapped; anything else keeps transformers' own layer.
+    cache.layers = [
+        reserved(reserve) if type(layer) is DynamicLayer else layer for layer in cache.layers
+    ]
+    return cache
+
+
+@functools.cache
+def _reserved_layer_class() -> type:
+    """The ``DynamicLayer`` subclass, built on first use (transformers is imported lazily)."""
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        """KV layer that preallocates room for ``reserve`` more tokens after the prompt.
+
+        transformers' ``DynamicLayer`` appends with ``torch.cat``, re-copying the whole cache at
+        every decode step; with ~700-token prompts that copy is a large share of a step on the
+        CPU (measured ~15% of generation time at 600-token prompts). Here a step writes one
+        column in place and the layer exposes views of the filled part.
+        """
+
+        def __init__(self, reserve: int) -> None:
+            super().__init__()
+            self.reserve = reserve
+            self.length = 0
+
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+                b, h, t, d = key_states.shape
+                self._k = key_states.new_empty((b, h, t + self.reserve, d))
+                self._v = value_states.new_empty((b, h, t + self.reserve, d))
+            end = self.length + key_states.shape[-2]
+            if end > self._k.shape[-2]:  # more tokens than reserved: grow by doubling
+                grow = max(end, 2 * self._k.shape[-2]) - self._k.shape[-2]
+                pad = self._k.new_empty((*self._k.shape[:2], grow, self._k.shape[-1]))
+                self._k = torch.cat([self._k, pad], dim=-2)
+                self._v = torch.cat([self._v, pad.clone()], dim=-2)
+            self._k[:, :, self.length : end] = key_states
+            self._v[:, :, self.length : end] = value_states
+            self.length = end
+            self.keys, self.values = self._k[:, :, :end], self._v[:, :, :end]
+            return self.keys, self.values
+
+        def batch_select_indices(self, indices: torch.Tensor) -> None:
+            if self.is_initialized:
+                self._k, self._v = self._k[indices], self._v[indices]
+                self.keys = self._k[:, :, : self.length]
+                self.values = self._v[:, :, : self.length]
+
+    return ReservedLayer
 
 
 def _sample(

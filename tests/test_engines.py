@@ -185,3 +185,41 @@ def test_duplicate_prompts_are_prefilled_once_and_sampled_independently() -> Non
     recomputed = _learner_logprobs(model, tok, prompts, out, params)
     for c, lp in zip(out, recomputed, strict=True):
         assert c.logprobs == pytest.approx(lp, abs=1e-4)
+
+
+def test_reserved_kv_layer_matches_transformers_dynamic_layer() -> None:
+    from transformers.cache_utils import DynamicLayer
+
+    from mas_trainer.engines import _reserved_layer_class
+
+    ours, ref = _reserved_layer_class()(1), DynamicLayer()
+    g = torch.Generator().manual_seed(0)
+
+    def step(t: int) -> None:
+        k, v = torch.randn(3, 2, t, 4, generator=g), torch.randn(3, 2, t, 4, generator=g)
+        (ka, va), (kb, vb) = ours.update(k, v), ref.update(k, v)
+        assert torch.equal(ka, kb) and torch.equal(va, vb)
+
+    for t in (5, 1, 1, 2):  # prefill, two decode steps, then past the reserved room
+        step(t)
+    rows = torch.tensor([2, 0, 0])  # finished rows dropped / a prompt's cache shared
+    ours.batch_select_indices(rows)
+    ref.batch_select_indices(rows)
+    assert ours.get_seq_length() == ref.get_seq_length() == 9
+    step(1)
+    step(3)
+
+
+def test_generation_with_reserved_cache_equals_transformers_cache(monkeypatch) -> None:
+    from transformers import DynamicCache
+
+    import mas_trainer.engines as engines
+
+    model, tok = build_tiny_model("tiny", seed=7)
+    prompts = [p for p in _prompts(tok, 5) for _ in range(2)]
+    params = SamplingParams(max_tokens=20)
+    ours = TransformersEngine(model, tok).generate(prompts, params, seed=3)
+    monkeypatch.setattr(
+        engines, "_decode_cache", lambda config, reserve: DynamicCache(config=config)
+    )
+    assert TransformersEngine(model, tok).generate(prompts, params, seed=3) == ours

@@ -73,13 +73,6 @@ class _Batch:
     def n_tokens(self) -> int:
         return int(self.mask.sum().item())
 
-    @property
-    def n_processed(self) -> int:
-        """Token positions the forward pass runs over (padding included)."""
-        if self.prefix is None:
-            return int(self.input_ids.numel())
-        return int(self.prefix.ids.numel() + self.targets.numel())
-
 
 class Learner:
     """PPO-clip and SFT updates for one policy.
@@ -242,7 +235,7 @@ class Learner:
 
         # 2. PPO-clip passes.
         sums: dict[str, float] = {}
-        n_tok = n_opt_tokens = 0
+        n_tok = 0
         grad_norms: list[float] = []
         for _ in range(self.epochs):
             for mini in self._mini_batches(samples):
@@ -270,7 +263,6 @@ class Learner:
                     for k, v in m.items():
                         sums[k] = sums.get(k, 0.0) + v * batch.n_tokens
                     n_tok += batch.n_tokens
-                    n_opt_tokens += batch.n_processed
                 grad_norms.append(self._optimizer_step())
         metrics.update({k: v / max(n_tok, 1) for k, v in sums.items()})
         metrics["algo/advantage_abs_mean"] = advantages.abs().mean().item()
@@ -280,7 +272,9 @@ class Learner:
         self.updates += 1
         elapsed = time.perf_counter() - start
         metrics["perf/update_s"] = elapsed
-        metrics["perf/learner_tokens_per_s"] = n_opt_tokens / elapsed
+        # Real prompt+completion tokens trained per second (padding and prompt sharing aside).
+        trained = self.epochs * sum(s.num_tokens for s in samples)
+        metrics["perf/learner_tokens_per_s"] = trained / elapsed
         return metrics
 
     def sft_update(
@@ -305,7 +299,7 @@ class Learner:
         if lr is not None:
             for g in self.optimizer.param_groups:
                 g["lr"] = lr
-        total = n_tok = n_opt_tokens = 0.0
+        total = n_tok = 0.0
         grad_norms = []
         try:
             for mini in self._mini_batches(samples):
@@ -315,7 +309,6 @@ class Learner:
                     (loss * (batch.n_tokens / mini_tokens)).backward()
                     total += loss.item() * batch.n_tokens
                     n_tok += batch.n_tokens
-                    n_opt_tokens += batch.n_processed
                 grad_norms.append(self._optimizer_step())
         finally:
             for g, v in zip(self.optimizer.param_groups, saved, strict=True):
@@ -325,7 +318,7 @@ class Learner:
             "loss/sft": total / max(n_tok, 1),
             "optim/grad_norm": sum(grad_norms) / max(len(grad_norms), 1),
             "perf/update_s": elapsed,
-            "perf/learner_tokens_per_s": n_opt_tokens / elapsed,
+            "perf/learner_tokens_per_s": sum(s.num_tokens for s in samples) / elapsed,
         }
 
     @torch.no_grad()

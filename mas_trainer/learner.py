@@ -20,7 +20,9 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
 
 Sequences are right-padded prompt+completion; with right padding a causal model never lets a real
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
-runs only on the positions that predict completion tokens (prompt logits are never built).
+runs only on the positions that predict completion tokens (prompt logits are never built). When
+several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
+runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work).
 """
 
 from __future__ import annotations

@@ -180,7 +180,9 @@ class Learner:
                 raise TypeError(
                     f"adapter={adapter!r} needs a peft model (mas_trainer.models.add_lora_adapters)"
                 )
-            named = [(n, p) for n, p in model.named_parameters() if f".{adapter}." in n]
+            named = [
+                (n, p) for n, p in model.named_parameters() if "lora_" in n and f".{adapter}." in n
+            ]
             if not named:
                 raise ValueError(f"model has no LoRA adapter named {adapter!r}")
             model.set_adapter(adapter)

@@ -178,6 +178,7 @@ class EngineActorBody(_ChaosMixin):
                 seed=seed,
                 gpu_memory_utilization=model_cfg["engine_memory"],
                 max_num_seqs=model_cfg["engine_batch_size"],
+                enable_sleep_mode=str(model_cfg["device"]).startswith("cuda"),
             )
             self.engine: Any = VLLMEngine(llm, self.tokenizer, seed=seed)
             self.model = None  # vLLM holds the weights
@@ -396,9 +397,13 @@ class RemoteModel:
 class RemoteLearner:
     """The :class:`~mas_trainer.learner.Learner` API over a policy's learner actors."""
 
-    def __init__(self, learners: list[Any], kwargs: dict[str, Any]) -> None:
+    def __init__(
+        self, learners: list[Any], kwargs: dict[str, Any], sleeping_engine: Any = None
+    ) -> None:
         ray = _ray()
         self.learners = learners
+        # A colocated vLLM rollout actor to put to sleep before each update (GPU memory).
+        self.sleeping_engine = sleeping_engine
         self.mini_batch_size = int(kwargs["mini_batch_size"])
         ray.get([a.make_learner.remote(kwargs) for a in learners])
 
@@ -416,6 +421,8 @@ class RemoteLearner:
 
     def update(self, samples: Sequence[Any]) -> dict[str, float]:
         ray = _ray()
+        if self.sleeping_engine is not None:
+            ray.get(self.sleeping_engine.sleep.remote())
         shards, steps = self._shards(samples)
         out = ray.get(
             [a.update.remote(s, steps) for a, s in zip(self.learners, shards, strict=True)]
@@ -640,8 +647,12 @@ def build_policies(cfg: Any, names: list[str], load_from: Any) -> tuple[dict[str
         ]
         ray.get([a.init_group.remote() for a in learners])
 
-        def factory(_model: Any, learners: list[Any] = learners, **kwargs: Any) -> RemoteLearner:
-            return RemoteLearner(learners, kwargs)
+        sleeper = engine_actor if cfg.run.ray_colocate and gpus > 0 else None
+
+        def factory(
+            _model: Any, learners: list[Any] = learners, sleeper: Any = sleeper, **kwargs: Any
+        ) -> RemoteLearner:
+            return RemoteLearner(learners, kwargs, sleeping_engine=sleeper)
 
         policies[name] = Policy(
             name,

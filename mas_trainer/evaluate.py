@@ -192,16 +192,14 @@ def load_checkpoint_policies(
         from peft import PeftModel
 
         base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
-        model = PeftModel.from_pretrained(
+        lora: Any = PeftModel.from_pretrained(
             base, str(folder / "adapters" / names[0]), adapter_name=names[0]
         )
         for name in names[1:]:
-            model.load_adapter(str(folder / "adapters" / name), adapter_name=name)
-        model.eval()
+            lora.load_adapter(str(folder / "adapters" / name), adapter_name=name)
+        lora.eval()
         for name in names:
-            engines[name] = TransformersEngine(
-                model, tokenizer, batch_size=batch_size, adapter=name
-            )
+            engines[name] = TransformersEngine(lora, tokenizer, batch_size=batch_size, adapter=name)
     else:
         for name in names:
             model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)

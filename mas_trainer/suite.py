@@ -109,6 +109,8 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/Math-v0", 100),
         # The built-in problem set's test split has 11 problems: the board scores all of them.
         BoardSpec("mas/Code-v0", 11),
+        BoardSpec("mas/SokobanCode-v0", 100),
+        BoardSpec("mas/SudokuCode-v0", 100),
     ]
 }
 """Every leaderboard, by env id (``leaderboards/README.md`` describes them)."""
@@ -117,7 +119,16 @@ SUITES: dict[str, tuple[str, ...]] = {
     "games-v0": ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0"),
     "math-v0": ("mas/Math-v0",),
     "code-v0": ("mas/Code-v0",),
-    "all-v0": ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0", "mas/Math-v0", "mas/Code-v0"),
+    "plan-code-v0": ("mas/SokobanCode-v0", "mas/SudokuCode-v0"),
+    "all-v0": (
+        "mas/Sokoban-v0",
+        "mas/PlanPath-v0",
+        "mas/Sudoku-v0",
+        "mas/Math-v0",
+        "mas/Code-v0",
+        "mas/SokobanCode-v0",
+        "mas/SudokuCode-v0",
+    ),
 }
 """Benchmark suites: fixed, versioned lists of boards. Any board id is also a one-board suite."""
 

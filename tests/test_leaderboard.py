@@ -62,7 +62,11 @@ def rehash(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_boards_are_registered_versioned_test_split_ids():
-    assert set(BOARDS) <= set(mas_envs.list_envs())
+    unboarded = sorted(set(mas_envs.list_envs()) - set(BOARDS))
+    assert not unboarded, (
+        f"env ids without a leaderboard: {unboarded}; add a BoardSpec to mas_trainer/suite.py "
+        "BOARDS, a row to leaderboards/README.md, and run `mas-leaderboard seed <id>`"
+    )
     for env_id, board in BOARDS.items():
         assert env_id in mas_envs.list_envs()
         ids = board_task_ids(board)

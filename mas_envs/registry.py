@@ -84,6 +84,12 @@ ENVS: dict[str, EnvEntry] = {
             {"tool_mode": "code"},
         ),
         EnvEntry(
+            "mas/PlanPathCode-v0",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Plan-Path (10x10): the tool agent writes a program that prints its moves (sandbox).",
+            {"tool_mode": "code"},
+        ),
+        EnvEntry(
             "mas/SudokuCode-v0",
             "mas_envs.sudoku.env:SudokuEnv",
             "Sudoku (4x4): the tool agent writes a program that prints its grid (sandbox).",

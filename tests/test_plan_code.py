@@ -17,13 +17,14 @@ import pytest
 
 import mas_envs
 from mas_envs import programs, sandbox
+from mas_envs.planpath import PlanPathEnv, grid
 from mas_envs.programs import ProgramRunner, extract_code, runner_for, tool_program
 from mas_envs.sandbox import ExecResult, Verdict
 from mas_envs.sokoban import SokobanEnv
 from mas_envs.sokoban.board import play
 from mas_envs.sudoku import SudokuEnv
 
-CODE_IDS = ["mas/SokobanCode-v0", "mas/SudokuCode-v0"]
+CODE_IDS = ["mas/SokobanCode-v0", "mas/PlanPathCode-v0", "mas/SudokuCode-v0"]
 
 
 def fenced(code: str) -> str:
@@ -173,7 +174,7 @@ def test_prefetch_runs_only_new_pairs_in_one_pooled_call(fake):
         ({"tool_memory_mb": 8}, "tool_memory_mb must be an int"),
     ],
 )
-@pytest.mark.parametrize("env_cls", [SokobanEnv, SudokuEnv])
+@pytest.mark.parametrize("env_cls", [SokobanEnv, PlanPathEnv, SudokuEnv])
 def test_bad_tool_options_give_clear_errors(env_cls, kwargs, match):
     with pytest.raises(ValueError, match=match):
         env_cls(**{"tool_mode": "code", **kwargs})
@@ -231,6 +232,17 @@ def test_sokoban_oracle_prints_the_solver_plan_on_large_levels():
     assert out == "#### " + ", ".join(env.solution()) + "\n"
 
 
+@pytest.mark.parametrize(("rows", "cols"), [(10, 10), (4, 7), (16, 16)])
+def test_planpath_oracle_bfs_program_finds_shortest_paths(rows, cols):
+    env = PlanPathEnv(rows=rows, cols=cols, tool_mode="code")
+    for seed in range(100):
+        env.reset(seed=seed)
+        out = run_in_process(env.oracle_action("tool"))
+        moves = tuple(out.split("####")[-1].replace(",", " ").split())
+        assert len(moves) == len(grid.shortest_path(env.level, env.level.start)), seed
+        assert grid.run_moves(env.level, env.level.start, moves, 0)[4], seed
+
+
 @pytest.mark.parametrize(("size", "levels"), [(4, 100), (9, 15)])
 def test_sudoku_oracle_solver_program_prints_the_solution(size, levels):
     env = SudokuEnv(size=size, tool_mode="code")
@@ -279,7 +291,7 @@ def test_a_program_reading_stdin_works_on_any_level():
 
 @pytest.mark.parametrize("env_id", CODE_IDS)
 def test_failures_get_a_penalty_a_reason_and_change_nothing(env_id, fake):
-    env = mas_envs.make(env_id)
+    env = mas_envs.make(env_id, render_mode="ansi")
     cases = [
         ("#### U, R", None, "no ```python code block"),
         (fenced("x"), ExecResult(Verdict.runtime_error, 1, "", "NameError: x", 0.1), "NameError"),
@@ -291,14 +303,14 @@ def test_failures_get_a_penalty_a_reason_and_change_nothing(env_id, fake):
         if result is not None:
             fake(result)
         env.reset(seed=5)
-        before = env.observe("planner")
+        before = env.render()
         env.step(text)
         info = env.infos["tool"]
         assert (info["local_reward"], info["parsed"]) == (env.format_penalty, False), text
         assert why in info["reason"]
         assert info["verdict"] == (result.verdict.value if result else "")
+        assert env.render() == before, "the tool's program never changes the real state"
         after = env.observe("planner")["prompt"]
-        assert before["prompt"].split("\n\n")[:3] == after.split("\n\n")[:3]  # board unchanged
         if result is not None:
             assert "```python\n" + extract_code(text, bare=False) in after
         space = env.observation_space("planner")
@@ -333,6 +345,21 @@ def test_sokoban_planner_sees_program_output_and_plan(fake):
     assert tool_prompt.endswith(
         "The planner sees your program, its output and the answer it printed."
     )
+
+
+def test_planpath_planner_sees_program_output_and_plan(fake):
+    fake(ok("bfs done\n#### L, U\n"))
+    env = PlanPathEnv(tool_mode="code")
+    env.reset(seed=2)
+    env.step(fenced("print('#### L, U')"))
+    prompt = env.observe("planner")["prompt"]
+    assert (
+        "Tool agent's program (turn 1):\n```python\nprint('#### L, U')\n```\n"
+        "Its output:\nbfs done\n#### L, U\nTool agent's proposal: L, U\n"
+    ) in prompt
+    env.step("#### L")
+    tool_prompt = env.observe("tool")["prompt"]
+    assert "Your program (turn 1):" in tool_prompt and "The moves it gave: L, U" in tool_prompt
 
 
 def test_sudoku_planner_sees_program_output_and_checked_grid(fake):

@@ -85,7 +85,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs import registry
+from mas_envs import programs, registry
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.planpath import grid, prompts
 
@@ -104,6 +104,10 @@ class PlanPathEnv(TextEnv):
         rows: Grid height, 2..32.
         cols: Grid width, 2..32.
         wall_prob: Probability that a cell is a wall, 0.0..0.5.
+        tool_mode: ``"plan"`` (the tool answers with moves) or ``"code"`` (with a program that
+            prints them, run in the sandbox; see the card).
+        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``), (0, 60].
+        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``), 32-8192.
         **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
             ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
     """
@@ -120,7 +124,15 @@ class PlanPathEnv(TextEnv):
     }
 
     def __init__(
-        self, *, rows: int = 10, cols: int = 10, wall_prob: float = 0.22, **kwargs: Any
+        self,
+        *,
+        rows: int = 10,
+        cols: int = 10,
+        wall_prob: float = 0.22,
+        tool_mode: str = "plan",
+        tool_timeout_s: float = 5.0,
+        tool_memory_mb: int = 512,
+        **kwargs: Any,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
             if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 32:
@@ -131,10 +143,16 @@ class PlanPathEnv(TextEnv):
             or not 0.0 <= wall_prob <= 0.5
         ):
             raise ValueError(f"wall_prob must be a number in [0.0, 0.5], got {wall_prob!r}")
+        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
         super().__init__(**kwargs)
         self.rows, self.cols, self.wall_prob = rows, cols, float(wall_prob)
         self._max_moves = 4 * rows * cols
-        self._systems = {a: prompts.system_text(self.mode, a) for a in self.possible_agents}
+        self.tool_mode = tool_mode
+        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
+        self._runner = runner if self.mode == "mas" else None
+        self._code_ask = prompts.code_ask(float(tool_timeout_s))
+        texts = "code" if self._runner is not None else self.mode
+        self._systems = {a: prompts.system_text(texts, a) for a in self.possible_agents}
         self._mas = self.mode == "mas"
         # Game state: immutable values only, so clone() shares them and needs no _copy_state.
         self._level: grid.Level | None = None
@@ -144,6 +162,8 @@ class PlanPathEnv(TextEnv):
         self._moves: tuple[str, ...] = ()
         self._blocked: tuple[int, ...] = ()  # indices into _moves of the blocked moves
         self._proposal: tuple[str, ...] | None = None
+        # tool_mode="code": the tool's latest program and what it printed (immutable).
+        self._program: programs.ToolProgram | None = None
 
     # ------------------------------------------------------------------ TextEnv hooks
 
@@ -171,8 +191,11 @@ class PlanPathEnv(TextEnv):
         self._moves = ()
         self._blocked = ()
         self._proposal = None
+        self._program = None
 
     def _apply(self, agent: str, text: str) -> Outcome:
+        if self._runner is not None and agent == "tool":
+            return self._apply_program(text)
         is_tool = agent == "tool"
         moves = prompts.canonical_moves(text, self._max_moves)
         if moves is None:
@@ -202,10 +225,56 @@ class PlanPathEnv(TextEnv):
         team = 1.0 if reached else 0.0
         return _outcome(Outcome, (reward, team, reached, reached, True, "", info))
 
+    def _apply_program(self, text: str) -> Outcome:
+        """``tool_mode="code"``: run the tool's program, score the moves it printed on a copy."""
+        assert self._runner is not None and self._level is not None, "call reset() first"
+        program = self._program = programs.tool_program(
+            self._runner, text, self._grid_with_agent(), self.turn
+        )
+        self._proposal = None
+        info: dict[str, Any] = {
+            "proposal_reaches_goal": False,
+            "verdict": program.run.verdict if program.run is not None else "",
+        }
+        output = program.output
+        if output is None:
+            if info["verdict"] == "sandbox_error":  # not the agent's fault: no penalty
+                return Outcome(0.0, reason=program.reason, info=info)
+            return Outcome(self.format_penalty, parsed=False, reason=program.reason, info=info)
+        parsed = prompts.parse_answer(output, self._max_moves)
+        if parsed.reason:
+            reason = f"the program's output has no move list: {parsed.reason}"
+            self._program = program._replace(reason=reason)
+            return Outcome(self.format_penalty, parsed=False, reason=reason, info=info)
+        _, reward, _, _, reached = grid.run_moves(
+            self._level, self._cell, parsed.moves, len(self._moves)
+        )
+        self._proposal = parsed.moves  # simulated only: the real state stays as it is
+        info["proposal_reaches_goal"] = reached
+        return Outcome(reward, info=info)
+
+    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
+        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
+
+        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
+        runs their programs in one pooled sandbox call and fills the cache the clones share, so
+        the K steps only read it. It changes no state; other agents' texts are ignored.
+        """
+        if self._runner is None or (agent or self.agent_selection) != "tool":
+            return
+        self._runner.prefetch_texts(texts, self._grid_with_agent(), self.max_action_chars)
+
+    def _grid_with_agent(self) -> str:
+        """The grid as the prompt shows it, ``A`` at the agent (a tool program's stdin)."""
+        i = self._cell + self._cell // self.cols
+        return self._grid_text[:i] + "A" + self._grid_text[i + 1 :]
+
     def _system(self, agent: str) -> str:
         return self._systems[agent]
 
     def _prompt(self, agent: str) -> str:
+        if self._runner is not None:
+            return self._code_prompt(agent)
         show = self._mas and agent == "planner"
         return prompts.prompt(
             self._grid_text,
@@ -220,18 +289,49 @@ class PlanPathEnv(TextEnv):
             self._proposal,
         )
 
+    def _code_prompt(self, agent: str) -> str:
+        """``tool_mode="code"``: the plan-mode prompt with the tool's program in place of the
+        proposal line, and for the tool the instructions to answer with a program."""
+        own = agent == "tool"
+        program = self._program
+        if program is not None:
+            section = prompts.program_section(program, self._proposal, own)
+        else:
+            section = "" if own else "Tool agent's proposal: none yet"
+        return prompts.prompt(
+            self._grid_text,
+            self.cols,
+            self._cell,
+            self._goal,
+            self._moves,
+            self._blocked,
+            min(self.turn, self.max_turns - 1),
+            self.max_turns,
+            False,
+            None,
+            program=section,
+            ask=self._code_ask if own else "",
+        )
+
     @property
     def _goal(self) -> int:
         assert self._level is not None, "call reset() first"
         return self._level.goal
 
     def oracle_action(self, agent: str | None = None) -> str:
+        """A shortest move list (``#### U, R``); with ``tool_mode="code"`` the tool's is a BFS
+        program that prints one (:func:`~mas_envs.planpath.prompts.oracle_program`)."""
         assert self._level is not None, "call reset() first"
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            return prompts.oracle_program(self._grid_with_agent())
         return "#### " + ", ".join(grid.shortest_path(self._level, self._cell))
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, self.rows + self.cols + 1))
-        return "#### " + ", ".join(grid.MOVES[int(i)] for i in rng.integers(0, 4, size=n))
+        moves = [grid.MOVES[int(i)] for i in rng.integers(0, 4, size=n)]
+        if self._runner is not None and (agent or self.agent_selection) == "tool":
+            return prompts.print_program(moves)
+        return "#### " + ", ".join(moves)
 
     # ------------------------------------------------------------------ queries
 

@@ -8,9 +8,22 @@ Prompts stay compact: a tiny byte-level model pays one token per character.
 
 from __future__ import annotations
 
+from mas_envs import programs
 from mas_envs.moves import ParsedMoves, format_moves, parse_moves
+from mas_envs.spaces import clean_text
 
-__all__ = ["ANSWER_FORMAT", "canonical_moves", "grid_text", "parse_answer", "prompt", "system_text"]
+__all__ = [
+    "ANSWER_FORMAT",
+    "canonical_moves",
+    "code_ask",
+    "grid_text",
+    "oracle_program",
+    "parse_answer",
+    "print_program",
+    "program_section",
+    "prompt",
+    "system_text",
+]
 
 ANSWER_FORMAT = "Answer with your moves after '####', e.g.\n#### U, R, R"
 
@@ -29,13 +42,24 @@ _ROLE = {
         "it against the grid and correct it if needed."
     ),
     ("single", "planner"): "Give the moves from the current position to the goal.",
+    ("code", "tool"): (
+        "You are the tool agent: write a short Python program that finds the moves from the "
+        "current position to the goal and prints them. It runs in a sandbox; a planner sees your "
+        "program, its output and the moves it printed, and decides the moves that are made."
+    ),
+    ("code", "planner"): (
+        "You are the planner: your moves are the ones made. A tool agent wrote a program that "
+        "searches for a plan; check the plan it printed against the grid and correct it if "
+        "needed."
+    ),
 }
 _MOVE_SET = frozenset("UDLR")
 _LEGEND = "Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, column 0 the left):"
 
 
 def system_text(mode: str, agent: str) -> str:
-    """The system text of ``agent`` in ``mode`` (static: the env caches it)."""
+    """The system text of ``agent`` in ``mode`` (static: the env caches it); mode ``"code"`` is
+    the team with ``tool_mode="code"``."""
     return f"{_TASK}\n{_ROLE[mode, agent]}"
 
 
@@ -68,6 +92,8 @@ def prompt(
     max_turns: int,
     show_proposal: bool,
     proposal: tuple[str, ...] | None,
+    program: str = "",
+    ask: str = "",
 ) -> str:
     """The user prompt for the current state.
 
@@ -82,6 +108,9 @@ def prompt(
         max_turns: Turns in an episode.
         show_proposal: Add the tool agent's proposal (the planner in mode ``"mas"``).
         proposal: The tool agent's parsed moves, ``None`` when its answer did not parse.
+        program: ``tool_mode="code"``: the tool's program, its output and the plan it gave
+            (:func:`program_section`), instead of the proposal line; ``""`` otherwise.
+        ask: Replaces :data:`ANSWER_FORMAT` (``tool_mode="code"``: the tool's :func:`code_ask`).
     """
     i = cell + cell // cols  # each row is followed by a newline
     row, col = divmod(cell, cols)
@@ -96,7 +125,9 @@ def prompt(
     if show_proposal:
         shown = format_moves(proposal) if proposal else "none (its answer had no valid move list)"
         lines.append(f"Tool agent's proposal: {shown}")
-    lines.append(ANSWER_FORMAT)
+    if program:
+        lines.append(program)
+    lines.append(ask or ANSWER_FORMAT)
     return "\n".join(lines)
 
 
@@ -119,3 +150,84 @@ def parse_answer(text: str, max_moves: int) -> ParsedMoves:
     if moves is not None:
         return ParsedMoves(moves, "")
     return parse_moves(text, max_moves)
+
+
+# ---------------------------------------------------------------------------- tool_mode="code"
+
+
+def code_ask(timeout_s: float) -> str:
+    """The tool agent's answer instructions with ``tool_mode="code"``."""
+    return programs.code_instructions(
+        "finds the moves from the agent (A) to the goal (G) (for example a breadth-first search)",
+        'print("####", ", ".join(moves))  # prints: #### U, R, R, D',
+        "the grid exactly as shown above, with A at the agent's position, one row per line",
+        timeout_s,
+    )
+
+
+def program_section(program: programs.ToolProgram, moves: tuple[str, ...] | None, own: bool) -> str:
+    """The tool's latest program, its output and the moves it gave, for a prompt.
+
+    ``own``: for the tool itself (``Your program``), else for the planner, for whom it replaces
+    the proposal line (so the reason is shown when no moves came out).
+    """
+    if own:
+        report = programs.program_report(program, "Your")
+        plan = f"\nThe moves it gave: {format_moves(moves)}" if moves else ""
+        return report + plan
+    if moves:
+        shown = format_moves(moves)
+    else:
+        shown = f"none ({clean_text(program.reason or 'its output had no valid move list')})"
+    proposal = f"Tool agent's proposal: {shown}"
+    if program.run is None:  # no program at all: the reason says so
+        return proposal
+    return programs.program_report(program, "Tool agent's") + "\n" + proposal
+
+
+def print_program(moves: tuple[str, ...] | list[str]) -> str:
+    """A tool reply whose program just prints ``moves`` (the random policy's)."""
+    return f'```python\nprint("#### {format_moves(moves)}")\n```'
+
+
+def oracle_program(grid_with_agent: str) -> str:
+    """The oracle tool reply: a BFS from the agent to the goal over ``grid_with_agent`` (the grid
+    with ``A`` marked) that prints a shortest move list."""
+    return _BFS.replace("GRID_TEXT", grid_with_agent)
+
+
+_BFS = '''```python
+import sys
+from collections import deque
+
+GRID = """
+GRID_TEXT
+"""
+rows = GRID.strip("\\n").split("\\n")
+for r, line in enumerate(rows):
+    for c, ch in enumerate(line):
+        if ch == "A":
+            start = (r, c)
+        if ch == "G":
+            goal = (r, c)
+steps = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+came = {start: None}
+queue = deque([start])
+while queue:
+    cell = queue.popleft()
+    if cell == goal:
+        break
+    for move, (dr, dc) in steps.items():
+        r, c = cell[0] + dr, cell[1] + dc
+        if 0 <= r < len(rows) and 0 <= c < len(rows[r]) and rows[r][c] != "#":
+            if (r, c) not in came:
+                came[r, c] = (cell, move)
+                queue.append((r, c))
+else:
+    sys.exit("no path found")
+moves = []
+while came[cell]:
+    cell, move = came[cell]
+    moves.append(move)
+print("####", ", ".join(reversed(moves)))
+```'''

@@ -75,7 +75,18 @@ for the env's ``rows``, ``cols`` and ``wall_prob``; ids per split are ``GAME_SPL
 move each) and a ``(4, rows, cols)`` float32 observation: wall, agent, goal, and the cells the tool
 agent's latest proposal would visit (planner only; zeros otherwise).
 
-**Version history.** v0: first version.
+**Plan code** (``tool_mode="code"``, the id ``mas/PlanPathCode-v0``). The tool answers with a
+```` ```python ```` block instead; the program runs in the sandbox (``tool_timeout_s``, default
+5 s; ``tool_memory_mb``, default 512) with the grid (``A`` at the agent) on its stdin, and its
+output is parsed like a plan-mode answer and scored the same way. No program, a failed program or
+an output without moves: -1.0 with a ``reason``; a failure of the sandbox itself: 0.0. The
+planner sees the program, its output and the parsed moves in place of the proposal line;
+``infos`` add ``verdict``. Runs are cached per (program, stdin), shared by clones;
+``prefetch(texts)`` runs K candidates in one pooled call. ``mode="single"`` is the same in both
+tool modes.
+
+**Version history.** v0: first version. ``mas/PlanPathCode-v0``: first version of the plan-code
+variant.
 """
 
 from __future__ import annotations

@@ -169,8 +169,9 @@ class EngineActorBody(_ChaosMixin):
         if model_cfg.get("engine") == "vllm":
             import tempfile
 
-            from mas_trainer.vllm_engine import VLLMEngine, build_llm, save_for_vllm
+            from mas_trainer.vllm_engine import VLLMEngine, build_llm, save_for_vllm, set_vllm_env
 
+            set_vllm_env(model_cfg["device"])
             self._dir = tempfile.TemporaryDirectory(prefix="mas-ray-vllm-")
             llm = build_llm(
                 save_for_vllm(self.model, self.tokenizer, self._dir.name),
@@ -288,7 +289,7 @@ def _dp_learner_class() -> type:
 
     from mas_trainer.learner import Learner
 
-    class DataParallelLearner(Learner):  # type: ignore[misc,valid-type]
+    class DataParallelLearner(Learner):
         """Every rank takes exactly ``dp_steps`` optimizer steps per update; before each, the
         gradients are averaged with weights = each rank's completion tokens in the mini-batch, so
         the step follows the token-mean loss of the union of the ranks' mini-batches."""

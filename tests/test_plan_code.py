@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -463,3 +465,74 @@ def test_hostile_programs_are_contained(env_id):
         obs = env.observe("planner")
         assert env.observation_space("planner").contains(obs)
         assert len(obs["prompt"]) < 12_000
+
+
+@pytest.mark.parametrize("env_id", CODE_IDS)
+def test_numeric_view_of_a_code_env_sends_programs(env_id):
+    from mas_envs.numeric import NumericView
+
+    view = NumericView(mas_envs.make(env_id))
+    view.reset(seed=0)
+    view.step(0)  # the tool's discrete action becomes a program printing that move or fill
+    info = view.env.infos["tool"]
+    assert info["verdict"] == "ok" and info["parsed"], info
+
+
+# ---------------------------------------------------------------------------- program transcripts
+
+PROGRAM_GOLDEN = Path(__file__).parent / "golden"
+
+
+def program_transcript(env_id: str) -> str:
+    """Every prompt of a seeded episode that goes through the program path: the tool's oracle
+    program, a one-move planner answer, a failing program, then the oracle.
+
+    The generic golden transcript (tests/golden.py) starts with a format error and never shows a
+    program; this one pins the program texts (a change here is a version bump too).
+    """
+    env = mas_envs.make(env_id, split="test")
+    env.reset(seed=7)
+    failing = fenced("import missing_module")
+    parts = []
+    for step in range(6):
+        if not env.agents:
+            break
+        agent = env.agent_selection
+        if env.terminations[agent] or env.truncations[agent]:
+            break
+        obs = env.observe(agent)
+        if agent == "tool":
+            action = env.oracle_action() if step == 0 else failing
+        elif step == 1:
+            action = env.random_action(np.random.default_rng(1))
+        else:
+            action = env.oracle_action()
+        env.step(action)
+        info = env.infos[agent]
+        parts.append(
+            f"===== turn={info['turn']} agent={agent} =====\n--- system ---\n{obs['system']}\n"
+            f"--- prompt ---\n{obs['prompt']}\n--- action ---\n{action}\n--- reward ---\n"
+            f"{env.rewards[agent]!r} parsed={info['parsed']} success={info['success']} "
+            f"verdict={info.get('verdict')!r} reason={info['reason']!r}\n"
+        )
+    return "\n".join(parts)
+
+
+def _program_golden_path(env_id: str) -> Path:
+    return PROGRAM_GOLDEN / (env_id.split("/")[-1].lower().replace("-", "_") + "_programs.txt")
+
+
+@pytest.mark.parametrize("env_id", CODE_IDS)
+def test_program_transcript_is_unchanged(env_id):
+    path = _program_golden_path(env_id)
+    assert path.exists(), f"run `python tests/test_plan_code.py {env_id}` to write {path}"
+    assert program_transcript(env_id) == path.read_text(encoding="utf-8"), (
+        f"prompts of {env_id}'s program path changed: bump the env version, note it in the "
+        f"card's version history, and regenerate with `python tests/test_plan_code.py {env_id}`"
+    )
+
+
+if __name__ == "__main__":
+    for env_id in sys.argv[1:] or CODE_IDS:
+        _program_golden_path(env_id).write_text(program_transcript(env_id), encoding="utf-8")
+        print(f"wrote {_program_golden_path(env_id)}")

@@ -369,9 +369,12 @@ class PlanPathEnv(TextEnv):
         return 4
 
     def numeric_action_text(self, agent: str, action: int) -> str:
-        """The answer text of discrete ``action`` (0..3): ``"#### U"`` .. ``"#### R"``."""
+        """The answer text of discrete ``action`` (0..3): ``"#### U"`` .. ``"#### R"``; with
+        ``tool_mode="code"`` the tool's is a program printing it."""
         if not 0 <= action < 4:
             raise ValueError(f"Plan-Path numeric action must be in [0, 4), got {action!r}")
+        if self._runner is not None and agent == "tool":  # tool_mode="code": a program
+            return prompts.print_program([grid.MOVES[action]])
         return _NUMERIC_TEXT[action]
 
     def numeric_observation_shape(self) -> tuple[int, ...]:

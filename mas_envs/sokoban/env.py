@@ -432,9 +432,12 @@ class SokobanEnv(TextEnv):
         return 4
 
     def numeric_action_text(self, agent: str, action: int) -> str:
-        """The answer text of discrete ``action`` (0-3 = U, D, L, R), e.g. ``"#### U"``."""
+        """The answer text of discrete ``action`` (0-3 = U, D, L, R), e.g. ``"#### U"``; with
+        ``tool_mode="code"`` the tool's is a program printing it."""
         if not 0 <= int(action) < 4:
             raise ValueError(f"a Sokoban numeric action is 0-3 (U, D, L, R), got {action!r}")
+        if self._runner is not None and agent == "tool":  # tool_mode="code": a program
+            return prompts.print_program((_MOVES[int(action)],))
         return prompts.answer_text((_MOVES[int(action)],))
 
     def numeric_observation_shape(self) -> tuple[int, ...]:

@@ -473,11 +473,15 @@ class SudokuEnv(TextEnv):
         return self.size**3
 
     def numeric_action_text(self, agent: str, action: int) -> str:
-        """The answer text of discrete ``action``: ``#### [[row, col, digit]]`` (1-based)."""
+        """The answer text of discrete ``action``: ``#### [[row, col, digit]]`` (1-based); with
+        ``tool_mode="code"`` the tool's is a program printing it."""
         n = self.size
         if not 0 <= action < n**3:
             raise ValueError(f"action must be in 0..{n**3 - 1} for a {n}x{n} Sudoku, got {action}")
-        return "#### " + prompts.format_fills([(action // n, action % n + 1)], n)
+        text = "#### " + prompts.format_fills([(action // n, action % n + 1)], n)
+        if self._runner is not None and agent == "tool":  # tool_mode="code": a program
+            return prompts.print_program(text)
+        return text
 
     def numeric_observation_shape(self) -> tuple[int, ...]:
         """``(2 * size + 1, size, size)``: board digits, clue mask, proposed digits."""

@@ -38,13 +38,12 @@ def run_in_process(reply: str, stdin: str = "") -> str:
     code = extract_code(reply, bare=False)
     assert code is not None
     out = io.StringIO()
-    old_stdin = __import__("sys").stdin
-    __import__("sys").stdin = io.StringIO(stdin)
+    old_stdin, sys.stdin = sys.stdin, io.StringIO(stdin)
     try:
         with contextlib.redirect_stdout(out):
             exec(compile(code, "<oracle>", "exec"), {"__name__": "__main__"})
     finally:
-        __import__("sys").stdin = old_stdin
+        sys.stdin = old_stdin
     return out.getvalue()
 
 

@@ -35,6 +35,11 @@ Usage:
     python benchmarks/bench_vs_trl.py                       # tiny model, P=8, K=4, 24 tokens
     python benchmarks/bench_vs_trl.py --repeats 5 --steps 6 --threads 1
     python benchmarks/bench_vs_trl.py --warm-start-steps 60   # answers that parse and stop early
+    python benchmarks/bench_vs_trl.py --no-sharing    # + ours with the learner's prompt sharing off
+
+Besides "ours" and "TRL", the table shows ours without the old-log-prob pass (TRL's amount of
+learner work) and, with ``--no-sharing``, ours with the learner's prompt sharing off: together
+they show where the difference comes from.
 
 Needs the ``bench-trl`` extra (``pip install 'mas-rl[train,bench-trl]'``).
 """
@@ -158,11 +163,15 @@ def env_reward(make_env: Callable[[], TextEnv], task_id: int, text: str) -> floa
 # ------------------------------------------------------------------------------------------ ours
 
 
-def run_ours(setup: Setup, *, recompute_logprobs: bool = True) -> RunTiming:
+def run_ours(
+    setup: Setup, *, recompute_logprobs: bool = True, share_prompts: bool = True
+) -> RunTiming:
     """``setup.steps`` steps of our loop: tree rollout (one turn), advantages, learner update.
 
     ``recompute_logprobs=False`` takes the engine's log-probs as old log-probs (one forward pass
     less, as TRL does with ``num_iterations=1``); ``mas-train`` recomputes them (the default).
+    ``share_prompts=False`` makes the learner run every sample's prompt, as TRL's loss does (the
+    engine still prefills each distinct prompt once).
     """
     from mas_trainer import at_grpo
     from mas_trainer.engines import SamplingParams, TransformersEngine
@@ -190,6 +199,7 @@ def run_ours(setup: Setup, *, recompute_logprobs: bool = True) -> RunTiming:
         temperature=setup.temperature,
         pad_token_id=tok.pad_token_id,
         recompute_logprobs=recompute_logprobs,
+        share_prompts=share_prompts,
         seed=setup.seed,
     )
     timing = RunTiming([], [], [])
@@ -379,6 +389,11 @@ def main() -> None:
     parser.add_argument(
         "--no-floor", action="store_true", help="skip our run without the old-log-prob pass"
     )
+    parser.add_argument(
+        "--no-sharing",
+        action="store_true",
+        help="also run ours with the learner's prompt sharing off (where the speed comes from)",
+    )
     args = parser.parse_args()
     if args.steps < 2:
         parser.error("--steps must be >= 2 (the first step of each run is a warm-up)")
@@ -402,6 +417,7 @@ def main() -> None:
         f"max {args.max_new_tokens} tokens; T={args.temperature}; threads={args.threads}"
     )
     sides = ["ours", "trl"] + ([] if args.no_floor else ["ours-no-recompute"])
+    sides += ["ours-no-sharing"] if args.no_sharing else []
     results: dict[str, list[RunTiming]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="bench_vs_trl_") as tmp:
         model_dir = prepare_model(args, Path(tmp), make_env)
@@ -424,7 +440,11 @@ def main() -> None:
                 if side == "trl":
                     t = run_trl(setup, Path(tmp) / f"trl-{r}")
                 else:
-                    t = run_ours(setup, recompute_logprobs=side == "ours")
+                    t = run_ours(
+                        setup,
+                        recompute_logprobs=side != "ours-no-recompute",
+                        share_prompts=side != "ours-no-sharing",
+                    )
                 if torch.get_num_threads() != args.threads:
                     raise RuntimeError(
                         f"{side} changed torch's thread count; timings not comparable"
@@ -441,6 +461,7 @@ def main() -> None:
         "ours": "ours (`mas-train` loop)",
         "trl": "TRL `GRPOTrainer`",
         "ours-no-recompute": "ours, no old-log-prob pass",
+        "ours-no-sharing": "ours, learner without prompt sharing",
     }
     print()
     print("| side | s per 1,000 trained samples | generation share | tokens/sample | TRL / side |")

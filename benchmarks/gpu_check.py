@@ -266,8 +266,8 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def _report(f: dict[str, Any], args: argparse.Namespace) -> None:
-    peak = f"{args.peak_tflops:.0f} TFLOP/s bf16 dense"
-    bw = f"{args.hbm_tbps:.1f} TB/s"
+    peak = f"{args.peak_tflops:g} TFLOP/s bf16 dense"
+    bw = f"{args.hbm_tbps:g} TB/s"
     print(f"\n== gpu_check ({f['device']}; peak {peak}, memory {bw}) ==")
     print(
         f"learner            {f['learner_tokens_per_s']:>10.0f} tok/s   "

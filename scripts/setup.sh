@@ -4,7 +4,7 @@
 # (default: train), and bubblewrap, the sandbox for model-written code, where it is missing.
 #
 #   scripts/setup.sh                          # the trainer (mas-train, mas-eval)
-#   scripts/setup.sh train,code,math,test     # everything the test suite needs
+#   scripts/setup.sh dev                      # everything the test suite needs
 set -euo pipefail
 extras="${1:-train}"
 cd "$(dirname "$0")/.."

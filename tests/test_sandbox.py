@@ -537,6 +537,7 @@ def test_a_failing_sandbox_is_reported_not_raised():
 
 
 def test_broken_bubblewrap_falls_back_loudly(monkeypatch):
+    monkeypatch.delenv(modes.ENV_VAR, raising=False)  # CI sets it to "bwrap"
     monkeypatch.setattr(runner, "_modes", {})
     monkeypatch.setattr(runner, "_warned", set())
     monkeypatch.setattr(modes, "find_bwrap", lambda: "/bin/false")

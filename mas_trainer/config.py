@@ -500,10 +500,10 @@ def _tiny_preset(name: str, env: dict[str, Any], max_new_tokens: int) -> TrainCo
         },
         algo={"drop_zero_var": True},
         optim={
-            "steps": 20,
+            "steps": 30,
             "lr": 3e-4,
             "mini_batch_size": 32,
-            "warmstart_steps": 150,
+            "warmstart_steps": 300,
             "warmstart_lr": 5e-3,
             "warmstart_batch_size": 32,
             "warmstart_episodes": 512,

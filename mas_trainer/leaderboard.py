@@ -30,6 +30,7 @@ import hashlib
 import html
 import json
 import math
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -584,7 +585,8 @@ def check_rendered(root: Path) -> list[Path]:
 
 
 def _slug(name: str) -> str:
-    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in name.lower()).strip("-.")
+    out = "".join(c if c.isalnum() or c in "-_." else "-" for c in name.lower())
+    out = re.sub(r"-{2,}", "-", out).strip("-.")
     return out[:60] or "entry"
 
 

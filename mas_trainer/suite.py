@@ -110,6 +110,7 @@ BOARDS: dict[str, BoardSpec] = {
         # The built-in problem set's test split has 11 problems: the board scores all of them.
         BoardSpec("mas/Code-v0", 11),
         BoardSpec("mas/SokobanCode-v0", 100),
+        BoardSpec("mas/PlanPathCode-v0", 100),
         BoardSpec("mas/SudokuCode-v0", 100),
     ]
 }
@@ -119,7 +120,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "games-v0": ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0"),
     "math-v0": ("mas/Math-v0",),
     "code-v0": ("mas/Code-v0",),
-    "plan-code-v0": ("mas/SokobanCode-v0", "mas/SudokuCode-v0"),
+    "plan-code-v0": ("mas/SokobanCode-v0", "mas/PlanPathCode-v0", "mas/SudokuCode-v0"),
     "all-v0": (
         "mas/Sokoban-v0",
         "mas/PlanPath-v0",
@@ -127,6 +128,7 @@ SUITES: dict[str, tuple[str, ...]] = {
         "mas/Math-v0",
         "mas/Code-v0",
         "mas/SokobanCode-v0",
+        "mas/PlanPathCode-v0",
         "mas/SudokuCode-v0",
     ),
 }

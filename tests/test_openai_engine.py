@@ -172,8 +172,8 @@ def test_4xx_is_not_retried_and_carries_the_server_message(server):
 
 
 def test_timeout_is_retried_then_succeeds(server):
-    server.script = [(200, completion_reply([1]), 1.0)]  # slower than the timeout
-    out = engine(server, timeout=0.2).generate([[1]], GREEDY)
+    server.script = [(200, completion_reply([1]), 2.0)]  # slower than the timeout
+    out = engine(server, timeout=0.5).generate([[1]], GREEDY)
     assert out[0].token_ids == [1, 2, 3]  # the retry got the default reply
     assert len(server.requests) == 2
 
@@ -210,7 +210,7 @@ def test_missing_logprobs_are_nan_not_zero(server):
 
 def test_concurrency_limit_and_order(server):
     def slow(body):
-        return 200, completion_reply([body["prompt"][0]]), 0.15
+        return 200, completion_reply([body["prompt"][0]]), 0.3
 
     server.default = slow
     out = engine(server, concurrency=3).generate([[i] for i in range(1, 10)], GREEDY)

@@ -345,11 +345,15 @@ class SokobanEnv(TextEnv):
         player, boxes = self.player, self.boxes
         row, col = divmod(player, board.width)
         on_goals, stuck = self._status
+        turn, max_turns = self.turn + 1, self.max_turns
+        # Plain positional arguments: a ``*args`` call of build_prompt costs more than building
+        # the whole text, and _build_prompt runs after every step.
+        program, ask = ("", "") if self._runner is None else self._program_parts(agent)
         text = build_prompt(
             agent,
             board.render(player, boxes),
-            min(self.turn + 1, self.max_turns),
-            self.max_turns,
+            turn if turn < max_turns else max_turns,
+            max_turns,
             on_goals,
             len(boxes),
             row,
@@ -358,7 +362,8 @@ class SokobanEnv(TextEnv):
             self.note[agent == "tool"],
             stuck,
             self.proposal if agent == "planner" and self.mode == "mas" else None,
-            *self._program_parts(agent),
+            program,
+            ask,
         )
         self._prompts[agent] = text
         return text

@@ -309,6 +309,7 @@ def test_parser_accepts_fill_lists_one_based(text, fills):
         ("#### [[1, 1, 2], [1, 2]]", "fill [1, 2] is not [row, column, digit]"),
         ("#### [[a, 1, 2]]", "fill [a, 1, 2] is not [row, column, digit]"),
         ("#### [[1, -1, 2]]", "is not [row, column, digit]"),
+        ("#### [[1, 1, " + "9" * 5000 + "]]", "rows, columns and digits are 1 to 4"),
     ],
 )
 def test_parser_rejects_with_a_reason(text, reason):

@@ -234,6 +234,9 @@ def _fills(groups: list[str], tokenized: list[list[str]], n: int) -> Parsed:
         if len(tokens) != 3 or not (joined.isascii() and joined.isdigit()):
             shown = clean_text(group.strip()[:30])
             return _fail(f"fill [{shown}] is not [row, column, digit]", n)
+        if max(map(len, tokens)) > 20:  # int() raises past 4300 digits; none is in range
+            shown = clean_text(group.strip()[:30])
+            return _fail(f"fill [{shown}...]: rows, columns and digits are 1 to {n}", n)
         r, c, v = int(tokens[0]), int(tokens[1]), int(tokens[2])
         if not (1 <= r <= n and 1 <= c <= n):
             return _fail(

@@ -84,9 +84,9 @@ from mas_envs import programs
 from mas_envs.base import Outcome, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
-from mas_envs.sokoban.board import Board, Rewards, parse_level, play
+from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields
 from mas_envs.sokoban.generate import generate_level
-from mas_envs.sokoban.prompts import build_prompt, failed_note, parse_answer
+from mas_envs.sokoban.prompts import NO_NOTE, build_prompt, failed_note, parse_answer, read_answer
 from mas_envs.sokoban.render import render_rgb
 from mas_envs.sokoban.solver import solve
 
@@ -228,7 +228,7 @@ class SokobanEnv(TextEnv):
         assert board is not None, "reset() first"
         if self._runner is not None and agent == "tool":
             return self._apply_program(text)
-        moves, reason = parse_answer(text, self.max_moves)
+        moves, reason = read_answer(text, self.max_moves)
         self._prompts = {}
         if not moves:
             if agent == "tool":
@@ -247,7 +247,7 @@ class SokobanEnv(TextEnv):
                     "stuck": not board.dead.isdisjoint(self.boxes),
                 },
             )
-        player, boxes, reward, made, invalid, _, on_goals, solved = play(
+        player, boxes, reward, made, invalid, _, on_goals, solved = play_fields(
             board, self.player, self.boxes, moves, self.reward_table
         )
         stuck = not board.dead.isdisjoint(boxes)  # goals are never dead cells
@@ -265,7 +265,7 @@ class SokobanEnv(TextEnv):
         self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
         if made:
             self.made += made
-        self.note = failed_note(invalid) if invalid else prompts.NO_NOTE
+        self.note = failed_note(invalid) if invalid else NO_NOTE
         if solved:
             return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
         return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
@@ -301,7 +301,7 @@ class SokobanEnv(TextEnv):
             if info["verdict"] == "sandbox_error":  # not the agent's fault: no penalty
                 return Outcome(0.0, reason=reason, info=info)
             return Outcome(self.format_penalty, parsed=False, reason=reason, info=info)
-        _, boxes, reward, made, invalid, _, on_goals, _ = play(
+        _, boxes, reward, made, invalid, _, on_goals, _ = play_fields(
             board, self.player, self.boxes, moves, self.reward_table
         )
         info.update(

@@ -26,6 +26,7 @@ __all__ = [
     "print_program",
     "program_proposal_line",
     "proposal_line",
+    "read_answer",
     "unparsed_note",
 ]
 
@@ -168,11 +169,18 @@ def parse_answer(text: str, max_moves: int) -> ParsedMoves:
     commas or white space after the last ``####``), is read directly; anything else goes to the
     general parser, which reads the plain form the same way (a property test checks it).
     """
+    parsed = read_answer(text, max_moves)
+    return parsed if type(parsed) is ParsedMoves else _new_parsed(ParsedMoves, parsed)
+
+
+def read_answer(text: str, max_moves: int) -> tuple[tuple[str, ...], str]:
+    """:func:`parse_answer` as a plain ``(moves, reason)`` tuple (the env's hot path: a tuple is
+    built in a quarter of a NamedTuple's time, and the env unpacks it at once)."""
     _, sep, tail = text.rpartition("####")
     if sep:
         parts = tail.replace(",", " ").split()
         if parts and len(parts) <= max_moves and _LETTERS.issuperset(parts):
-            return _new_parsed(ParsedMoves, (tuple(parts), ""))  # ParsedMoves(...), faster
+            return tuple(parts), ""
     return parse_moves(text, max_moves)
 
 

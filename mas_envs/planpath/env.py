@@ -283,20 +283,26 @@ class PlanPathEnv(TextEnv):
     def _system(self, agent: str) -> str:
         return self._systems[agent]
 
+    def observe(self, agent: str) -> dict[str, str]:
+        # TextEnv.observe without its two method calls: observe runs after every step.
+        return {"system": self._systems[agent], "prompt": self._prompt(agent)}
+
     def _prompt(self, agent: str) -> str:
         if self._runner is not None:
             return self._code_prompt(agent)
-        show = self._mas and agent == "planner"
+        level = self._level
+        assert level is not None, "call reset() first"
+        turn, last = self.turn, self.max_turns - 1
         return prompts.prompt(
             self._grid_text,
             self.cols,
             self._cell,
-            self._goal,
+            level.goal,
             self._moves,
             self._blocked,
-            min(self.turn, self.max_turns - 1),
+            turn if turn < last else last,
             self.max_turns,
-            show,
+            self._mas and agent == "planner",
             self._proposal,
         )
 

@@ -75,8 +75,14 @@ def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
         return "Moves made so far: none"
     if not blocked:
         return "Moves made so far: " + ", ".join(moves)
-    starred = set(blocked)
-    shown = ", ".join(m + "*" if i in starred else m for i, m in enumerate(moves))
+    # Star the blocked moves in a copy of the list: a per-move generator here would cost more
+    # than the rest of the prompt, as the history grows through an episode.
+    marked = list(moves)
+    n = len(marked)
+    for i in blocked:
+        if 0 <= i < n and marked[i] is moves[i]:  # each index once, negative ones never
+            marked[i] += "*"
+    shown = ", ".join(marked)
     note = " (* = blocked, the agent stayed put)"
     return f"Moves made so far: {shown}{note}"
 
@@ -115,20 +121,19 @@ def prompt(
     i = cell + cell // cols  # each row is followed by a newline
     row, col = divmod(cell, cols)
     grow, gcol = divmod(goal, cols)
-    lines = [
-        _LEGEND,
-        grid[:i] + "A" + grid[i + 1 :],
-        f"Agent at row {row}, column {col}. Goal at row {grow}, column {gcol}.",
-        _history(moves, blocked),
-        f"Turn {turn + 1} of {max_turns}.",
-    ]
+    extra = ""
     if show_proposal:
         shown = format_moves(proposal) if proposal else "none (its answer had no valid move list)"
-        lines.append(f"Tool agent's proposal: {shown}")
+        extra = f"\nTool agent's proposal: {shown}"
     if program:
-        lines.append(program)
-    lines.append(ask or ANSWER_FORMAT)
-    return "\n".join(lines)
+        extra += "\n" + program
+    # One f-string (the lines joined by newlines): the prompt is rebuilt after every step.
+    return (
+        f"{_LEGEND}\n{grid[:i]}A{grid[i + 1 :]}\n"
+        f"Agent at row {row}, column {col}. Goal at row {grow}, column {gcol}.\n"
+        f"{_history(moves, blocked)}\nTurn {turn + 1} of {max_turns}.{extra}\n"
+        f"{ask or ANSWER_FORMAT}"
+    )
 
 
 def canonical_moves(text: str, max_moves: int) -> tuple[str, ...] | None:

@@ -148,6 +148,10 @@ def test_unknown_backend_is_a_clear_error():
         ("\\boxed{ 9 }", "9"),
         ("no box here", None),
         ("\\boxed{unclosed", None),
+        ("\\boxed{1} and \\boxed{2", "1"),  # an unclosed last box: the one before counts
+        # Hostile: 9000 unclosed boxes once took ~20 s (each box scanned to the end of the text).
+        ("\\boxed{1} " + "\\boxed{" * 9000, "1"),
+        ("\\boxed{" * 9000 + "}" * 2, ""),  # the last box closes at once: empty
     ],
 )
 def test_last_boxed(text, boxed):

@@ -62,33 +62,44 @@ def default_backend() -> str:
     return "math-verify"
 
 
+_BOX = re.compile(r"\\boxed|\\fbox")
+_BARE_BOX = re.compile(r" \s*([^\s${][^\s$]*)")
+
+
 def last_boxed(text: str) -> str | None:
     """The content of the last ``\\boxed{...}`` (or ``\\fbox{...}``) in ``text``, or ``None``.
 
-    Nested braces are matched; an unclosed box counts as no box. ``\\boxed 5`` (no braces, as
-    some models write) gives ``"5"``.
+    Nested braces are matched; an unclosed box counts as no box (the box before it is read).
+    ``\\boxed 5`` (no braces, as some models write) gives ``"5"``. Linear in ``len(text)``:
+    braces are matched in one pass, so thousands of unclosed boxes cannot make it quadratic.
     """
-    start = max(text.rfind("\\boxed"), text.rfind("\\fbox"))
-    while start >= 0:
-        i = start + (6 if text.startswith("\\boxed", start) else 5)
-        rest = text[i:]
-        if rest.startswith(" ") and not rest.lstrip().startswith("{"):
-            m = re.match(r"\s+([^\s$]+)", rest)
-            if m:
-                return m.group(1)
-        j = i + len(rest) - len(rest.lstrip())
-        if j < len(text) and text[j] == "{":
-            depth = 0
-            for k in range(j, len(text)):
-                c = text[k]
-                if c == "{":
-                    depth += 1
-                elif c == "}":
-                    depth -= 1
-                    if depth == 0:
-                        return text[j + 1 : k].strip()
-        start = max(text.rfind("\\boxed", 0, start), text.rfind("\\fbox", 0, start))
+    starts = [m.end() for m in _BOX.finditer(text)]
+    if not starts:
+        return None
+    closing = _matching_braces(text, starts[0])
+    for i in reversed(starts):
+        bare = _BARE_BOX.match(text, i)
+        if bare:
+            return bare.group(1)
+        j = i
+        while j < len(text) and text[j].isspace():
+            j += 1
+        k = closing.get(j)
+        if k is not None:
+            return text[j + 1 : k].strip()
     return None
+
+
+def _matching_braces(text: str, start: int) -> dict[int, int]:
+    """``{index of "{": index of its "}"}`` for the braces of ``text[start:]`` that close."""
+    closing: dict[int, int] = {}
+    stack: list[int] = []
+    for m in re.finditer(r"[{}]", text[start:]):
+        if m.group() == "{":
+            stack.append(start + m.start())
+        elif stack:
+            closing[stack.pop()] = start + m.start()
+    return closing
 
 
 def normalize(answer: str) -> str:

@@ -42,6 +42,9 @@ SPLITS = ("train", "validation", "test")
 
 TaskId = int | str
 
+_NO_EXTRA: dict[str, Any] = {}
+"""``infos`` entries of an :class:`Outcome` without ``info`` (never written to)."""
+
 
 class Outcome(NamedTuple):
     """What one agent's action did, as reported by a family's ``_apply``.
@@ -244,7 +247,9 @@ class TextEnv(AECEnv):
         # now, so their totals stay as they are.
         self._cumulative_rewards[agent] = reward
         self.success = success
-        info = {
+        # One dict display with the family's entries unpacked last (as info.update(extra) would
+        # add them), without the method call.
+        self.infos[agent] = {
             "team_reward": team,
             "local_reward": local,
             "reward": reward,
@@ -253,10 +258,8 @@ class TextEnv(AECEnv):
             "task_id": self.task_id,
             "parsed": parsed,
             "reason": reason,
+            **(extra or _NO_EXTRA),
         }
-        if extra:
-            info.update(extra)
-        self.infos[agent] = info
         last = agent == self._last_role
         if last:
             self.turn += 1

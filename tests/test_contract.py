@@ -111,6 +111,8 @@ HOSTILE_TEXT = [
     "\ud800",  # a lone surrogate
     "1" * 100_000,
     "<think>" + "\n" * 5000,
+    "#### [[1, 1, " + "9" * 5000 + "]]",  # int() of it raises ValueError
+    "\\boxed{" * 9000,  # unclosed boxes: a box parser must stay linear
 ]
 
 
@@ -119,17 +121,21 @@ def test_hostile_text_never_crashes(env_id, mode):
     env = mas_envs.make(env_id, mode=mode)
     for text in HOSTILE_TEXT:
         env.reset(seed=0)
-        agent = env.agent_selection
-        env.step(text)
-        info = env.infos[agent]
-        assert isinstance(env.rewards[agent], float)
-        if not info["parsed"]:
-            assert info["reason"], "a format penalty must say why"
-            assert info["local_reward"] < 0
-        obs = env.observe(env.agent_selection) if env.agents else None
-        if obs is not None:
-            space = env.observation_space(env.agent_selection)
-            assert space.contains(obs), "echoed text must stay inside the observation space"
+        # Every role writes it in turn: each role has its own parser, and a later role's prompt
+        # echoes what the earlier one wrote.
+        for agent in env.possible_agents:
+            if env.agent_selection != agent or env.terminations[agent] or env.truncations[agent]:
+                break
+            env.step(text)
+            info = env.infos[agent]
+            assert isinstance(env.rewards[agent], float)
+            if not info["parsed"]:
+                assert info["reason"], "a format penalty must say why"
+                assert info["local_reward"] < 0
+            obs = env.observe(env.agent_selection) if env.agents else None
+            if obs is not None:
+                space = env.observation_space(env.agent_selection)
+                assert space.contains(obs), "echoed text must stay inside the observation space"
 
 
 @pytest.mark.parametrize("env_id", IDS)

@@ -80,6 +80,9 @@ _STUCK = (
     "more.\n"
 )
 _LETTERS = frozenset("UDLR")
+_N = 1024
+_NUM = tuple(map(str, range(_N)))
+"""``str(i)`` for ``0 <= i < _N``: the prompt's numbers (turns, counts, row and column)."""
 _new_parsed = tuple.__new__
 
 
@@ -122,11 +125,17 @@ def build_prompt(
         ask: Replaces the role's answer instructions (``tool_mode="code"``: :func:`code_ask`).
     """
     shown = "" if proposal is None else f"\nThe tool agent's proposal: {proposal}\n"
-    # One f-string: the prompt is rebuilt after every step, so it is built in one pass.
+    # One f-string: the prompt is rebuilt after every step, so it is built in one pass. Small
+    # numbers come from a table of their texts (the same text, at half the cost of formatting).
+    n, k = _NUM, len(made)
     return (
-        f"{_RULES}Current state (turn {turn} of {max_turns}; boxes on goals: {on_goals}/{n_boxes}; "
-        f"you are at row {row}, column {col}, counting from 0 at the top left):\n{board_text}\n\n"
-        f"Moves made so far ({len(made)}): {', '.join(made) if made else '(none)'}\n"
+        f"{_RULES}Current state (turn {n[turn] if 0 <= turn < _N else turn} of "
+        f"{n[max_turns] if 0 <= max_turns < _N else max_turns}; boxes on goals: "
+        f"{n[on_goals] if 0 <= on_goals < _N else on_goals}/"
+        f"{n[n_boxes] if 0 <= n_boxes < _N else n_boxes}; you are at row "
+        f"{n[row] if 0 <= row < _N else row}, column {n[col] if 0 <= col < _N else col}, "
+        f"counting from 0 at the top left):\n{board_text}\n\n"
+        f"Moves made so far ({n[k] if k < _N else k}): {', '.join(made) if made else '(none)'}\n"
         f"{note}{_STUCK if stuck else ''}"
         f"{program}{shown}\n{ask or _ASK[role]}"
     )

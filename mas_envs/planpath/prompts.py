@@ -70,6 +70,11 @@ def grid_text(walls: tuple[bool, ...], cols: int, goal: int) -> str:
     return "\n".join("".join(cells[i : i + cols]) for i in range(0, len(cells), cols))
 
 
+_N = 1024
+_NUM = tuple(map(str, range(_N)))
+"""``str(i)`` for ``0 <= i < _N``: the prompt's numbers (row and column, turns)."""
+
+
 def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
     if not moves:
         return "Moves made so far: none"
@@ -127,11 +132,16 @@ def prompt(
         extra = f"\nTool agent's proposal: {shown}"
     if program:
         extra += "\n" + program
-    # One f-string (the lines joined by newlines): the prompt is rebuilt after every step.
+    # One f-string (the lines joined by newlines): the prompt is rebuilt after every step. Small
+    # numbers come from a table of their texts (the same text, at half the cost of formatting).
+    n, turn = _NUM, turn + 1
     return (
         f"{_LEGEND}\n{grid[:i]}A{grid[i + 1 :]}\n"
-        f"Agent at row {row}, column {col}. Goal at row {grow}, column {gcol}.\n"
-        f"{_history(moves, blocked)}\nTurn {turn + 1} of {max_turns}.{extra}\n"
+        f"Agent at row {n[row] if 0 <= row < _N else row}, column "
+        f"{n[col] if 0 <= col < _N else col}. Goal at row {n[grow] if 0 <= grow < _N else grow}, "
+        f"column {n[gcol] if 0 <= gcol < _N else gcol}.\n{_history(moves, blocked)}\n"
+        f"Turn {n[turn] if 0 <= turn < _N else turn} of "
+        f"{n[max_turns] if 0 <= max_turns < _N else max_turns}.{extra}\n"
         f"{ask or ANSWER_FORMAT}"
     )
 

@@ -231,7 +231,7 @@ class PlanPathEnv(TextEnv):
             )
         if blocked:
             before = len(self._moves)
-            self._blocked += tuple(before + i for i in blocked)
+            self._blocked += tuple([before + i for i in blocked])  # a list: no generator
         self._cell = cell
         self._moves += made
         info = {"position": divmod(cell, self.cols), "moves_made": len(made)}

@@ -19,6 +19,7 @@ import pytest
 import sympy
 
 import mas_envs
+from mas_envs import programs
 from mas_envs.math.env import MathEnv
 from mas_envs.math.generators import LEVELS, SEEDS, TOPICS, GeneratedIds, generate
 from mas_envs.math.loaders import ProblemFileError, hash_split, load_problems
@@ -514,6 +515,7 @@ def sandbox(monkeypatch):
     module = types.ModuleType("mas_envs.sandbox")
     module.run_python = fake.run_python
     monkeypatch.setitem(sys.modules, "mas_envs.sandbox", module)
+    monkeypatch.setattr(programs, "sandbox", module)  # the tool's programs run through it
     return fake
 
 

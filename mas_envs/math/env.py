@@ -75,6 +75,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from mas_envs import programs
 from mas_envs import spaces as text_spaces
 from mas_envs.base import SPLITS, Outcome, TaskId, TextEnv
 from mas_envs.math import prompts
@@ -87,8 +88,6 @@ from mas_envs.spaces import clean_text
 
 __all__ = ["MathEnv"]
 
-_EXEC_CACHE_SIZE = 1024
-_MAX_CACHED_CODE = 32_000
 _SPLIT_NAMES = {"train": "train", "validation": "validation", "val": "validation", "test": "test"}
 
 
@@ -169,7 +168,7 @@ class MathEnv(TextEnv):
         self._ids: dict[str, Sequence[str]] = {}
         self._setup_problems(problems, problem_format, topics, levels)
         # Shared with clones on purpose: a program's result depends only on its code.
-        self._exec_cache: dict[str, ToolRun] = {}
+        self._runner = programs.ProgramRunner(self.tool_timeout_s, tool_memory_mb)
         self.problem: Problem | None = None
 
     # ------------------------------------------------------------------ problems and splits
@@ -372,60 +371,28 @@ class MathEnv(TextEnv):
 
     def _run(self, code: str) -> ToolRun:
         """Run the tool's program in the sandbox, once per distinct code string."""
-        run = self._exec_cache.get(code)
-        if run is not None:
-            return run
-        try:
-            from mas_envs.sandbox import run_python
-        except ImportError as e:
-            raise ImportError(
-                f"mas/Math-v0 runs the tool agent's code with mas_envs.sandbox, which failed to "
-                f"import ({e}); reinstall mas-rl (pip install -e .)"
-            ) from e
-        result = run_python(code, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb)
-        return self._store(code, result)
-
-    def _store(self, code: str, result: Any) -> ToolRun:
-        """Turn a sandbox ``ExecResult`` into a :class:`ToolRun` and cache it."""
-        verdict = result.verdict.value
-        stderr = result.stderr.strip().splitlines()
-        answer = prompts.program_answer(result.stdout) if verdict == "ok" else None
-        run = ToolRun(
-            verdict, result.stdout[-prompts.MAX_OUTPUT_KEEP :], "\n".join(stderr[-5:]), answer
-        )
-        # Not cached: an infrastructure hiccup (worth retrying), and very long programs (the
-        # cache holds at most _EXEC_CACHE_SIZE entries of at most _MAX_CACHED_CODE characters).
-        if verdict != "sandbox_error" and len(code) <= _MAX_CACHED_CODE:
-            if len(self._exec_cache) >= _EXEC_CACHE_SIZE:
-                self._exec_cache.clear()
-            self._exec_cache[code] = run
-        return run
+        run = self._runner.run(code)
+        answer = prompts.program_answer(run.stdout) if run.verdict == "ok" else None
+        error = "\n".join(run.error.splitlines()[-5:])
+        return ToolRun(run.verdict, run.stdout[-prompts.MAX_OUTPUT_KEEP :], error, answer)
 
     def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
         """Run the programs that ``texts`` (candidate answers of ``agent``) would run, at once.
 
         A tree rollout samples K answers for the tool and steps K clones with them; each step
         would run its program on its own. ``prefetch`` runs the new ones in one pooled sandbox
-        call (:func:`mas_envs.sandbox.run_many`) and fills the cache the clones share, so the K
-        steps only read it. It changes no state; stepping without it gives the same results,
-        later. Texts of other agents need no program and are ignored.
+        call (:meth:`mas_envs.programs.ProgramRunner.prefetch`) and fills the cache the clones
+        share, so the K steps only read it. It changes no state; stepping without it gives the
+        same results, later. Texts of other agents need no program and are ignored.
         """
         if (agent or self.agent_selection) != "tool":
             return
-        codes: list[str] = []
-        for text in texts:
-            if not isinstance(text, str) or len(text) > self.max_action_chars:
-                continue
-            code = prompts.parse_code(text).value
-            if code is not None and code not in self._exec_cache and code not in codes:
-                codes.append(code)
-        if not codes:
-            return
-        from mas_envs.sandbox import Job, run_many
-
-        jobs = [Job(c, timeout_s=self.tool_timeout_s, memory_mb=self.tool_memory_mb) for c in codes]
-        for code, result in zip(codes, run_many(jobs), strict=True):
-            self._store(code, result)
+        codes = (
+            prompts.parse_code(text).value
+            for text in texts
+            if isinstance(text, str) and len(text) <= self.max_action_chars
+        )
+        self._runner.prefetch((code, "") for code in codes if code is not None)
 
     # ------------------------------------------------------------------ text
 

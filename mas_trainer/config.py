@@ -494,14 +494,14 @@ def _tiny_preset(name: str, env: dict[str, Any], max_new_tokens: int) -> TrainCo
         env={"max_turns": 3, **env},
         rollout={
             "k": 4,
-            "tasks_per_step": 8,
+            "tasks_per_step": 16,
             "max_new_tokens": max_new_tokens,
             "system_message": False,
         },
         algo={"drop_zero_var": True},
         optim={
-            "steps": 30,
-            "lr": 3e-4,
+            "steps": 20,
+            "lr": 1e-4,
             "mini_batch_size": 32,
             "warmstart_steps": 300,
             "warmstart_lr": 5e-3,

@@ -3,7 +3,8 @@
 A family (Sokoban, Plan-Path, ...) subclasses :class:`TextEnv` and fills in five hooks:
 
 * ``_load_task(task_id)``: set up the task (generate the level, pick the problem);
-* ``_apply(agent, text)``: parse the agent's text, apply it, return a :class:`Outcome`;
+* ``_apply(agent, text)``: parse the agent's text, apply it, return a :class:`Outcome` (or, on
+  a hot path, its fields as a plain tuple, :data:`OutcomeFields`);
 * ``_system(agent)`` and ``_prompt(agent)``: the texts an LLM needs to act now;
 * ``_copy_state(new)``: copy the family's *mutable* state into a clone (immutable state, such
   as tuples and strings, is shared for free).
@@ -27,7 +28,7 @@ Contract (DESIGN.md section 3):
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
@@ -36,9 +37,12 @@ from pettingzoo import AECEnv
 
 from mas_envs import spaces as text_spaces
 
-__all__ = ["SPLITS", "Outcome", "TextEnv"]
+__all__ = ["SPLITS", "Outcome", "OutcomeFields", "TextEnv"]
 
 SPLITS = ("train", "validation", "test")
+
+_HELD_OUT: dict[Hashable, frozenset[Hashable]] = {}
+"""Per (env class, generator settings, split): the task keys a split must not serve."""
 
 TaskId = int | str
 
@@ -66,6 +70,12 @@ class Outcome(NamedTuple):
     parsed: bool = True
     reason: str = ""
     info: dict[str, Any] | None = None
+
+
+OutcomeFields = tuple[float, float, bool, bool, bool, str, dict[str, Any] | None]
+"""An :class:`Outcome`'s fields as a plain tuple, in the same order. ``_apply`` may return one
+instead of an :class:`Outcome` (which is also one): ``step`` only unpacks it, and a plain tuple is
+built in a quarter of a NamedTuple's time, which counts on a family's hot path."""
 
 
 class TextEnv(AECEnv):
@@ -148,7 +158,7 @@ class TextEnv(AECEnv):
     def _load_task(self, task_id: TaskId) -> None:
         raise NotImplementedError
 
-    def _apply(self, agent: str, text: str) -> Outcome:
+    def _apply(self, agent: str, text: str) -> OutcomeFields:
         raise NotImplementedError
 
     def _system(self, agent: str) -> str:
@@ -156,6 +166,37 @@ class TextEnv(AECEnv):
 
     def _prompt(self, agent: str) -> str:
         raise NotImplementedError
+
+    def _task_key(self) -> Hashable | None:
+        """What makes the loaded task the task it is: equal keys, the same task (or ``None``).
+
+        Small generated boards repeat: different level ids can give the same level. A family
+        whose tasks can repeat returns a key here, and ``reset`` then never draws a train task
+        whose key is also a validation or test task's (nor a validation task that is also a test
+        task), so the splits are disjoint in content, not only in ids.
+        """
+        return None
+
+    def _generator_key(self) -> Hashable:
+        """The settings that, with a task id, decide the task (e.g. board size, boxes)."""
+        return ()
+
+    def _held_out_keys(self) -> frozenset[Hashable]:
+        """Task keys of the splits after this env's split, computed once per process."""
+        later = SPLITS[SPLITS.index(self.split) + 1 :]
+        if not later or self._task_key() is None:
+            return frozenset()
+        cache_key = (type(self), self._generator_key(), self.split)
+        keys = _HELD_OUT.get(cache_key)
+        if keys is None:
+            probe = self.clone()
+            found = set()
+            for split in later:
+                for task_id in self.task_ids(split):
+                    probe._load_task(task_id)
+                    found.add(probe._task_key())
+            keys = _HELD_OUT[cache_key] = frozenset(found)
+        return keys
 
     def oracle_action(self, agent: str | None = None) -> str:
         """The text an optimal agent would write now (from the family's solver or ground truth).
@@ -201,7 +242,13 @@ class TextEnv(AECEnv):
                 self._rng_shared = False
             ids = self.task_ids()
             task_id = ids[int(self._rng.integers(len(ids)))]
-        self._load_task(task_id)
+            self._load_task(task_id)
+            held_out = self._held_out_keys()
+            while held_out and self._task_key() in held_out:
+                task_id = ids[int(self._rng.integers(len(ids)))]
+                self._load_task(task_id)
+        else:
+            self._load_task(task_id)
         self.task_id = task_id
         self.turn = 0
         self.success = False
@@ -227,6 +274,7 @@ class TextEnv(AECEnv):
                 f"{agent!r}'s action must be str (the model's text), got "
                 f"{type(action).__name__}; decode the model's output to text before step()"
             )
+        out: OutcomeFields
         if len(action) > self.max_action_chars:
             out = Outcome(
                 self.format_penalty,

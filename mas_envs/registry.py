@@ -28,13 +28,15 @@ __all__ = [
 
 GAME_SPLITS: dict[str, range] = {
     "train": range(0, 1_000_000_000),
-    "validation": range(1_000_000_000, 1_000_010_000),
-    "test": range(2_000_000_000, 2_000_010_000),
+    "validation": range(1_000_000_000, 1_000_001_000),
+    "test": range(2_000_000_000, 2_000_001_000),
 }
 """Level ids of the generated game envs (Sokoban, Plan-Path, Sudoku) per split; disjoint.
 
 A level id seeds the level generator, so a level id is one level for a given difficulty. Evaluate
-on ``GAME_SPLITS["test"]`` in order (the first N ids), train on ``"train"``.
+on ``GAME_SPLITS["test"]`` in order (the first N ids), train on ``"train"``. Small boards repeat
+levels across ids; ``reset`` on the train split therefore redraws any level that is also a
+validation or test level (and on validation, any test level): the splits are disjoint in content.
 """
 
 

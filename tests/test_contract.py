@@ -214,3 +214,30 @@ def test_golden_transcript(env_id):
     from golden import check
 
     check(env_id)
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs"),
+    [
+        ("mas/Sokoban-v0", {}),  # 6x6, one box: ~10% of raw train ids give a held-out level
+        ("mas/PlanPath-v0", {"rows": 4, "cols": 4}),
+        ("mas/Sudoku-v0", {}),
+    ],
+)
+def test_train_split_never_serves_a_test_level(env_id, kwargs):
+    env = mas_envs.make(env_id, split="test", **kwargs)
+    test_levels = set()
+    for task_id in env.task_ids("test")[:300]:
+        env.reset(options={"task_id": task_id})
+        test_levels.add(env._task_key())
+    train = mas_envs.make(env_id, **kwargs)
+    raw_hits = served_hits = 0
+    for seed in range(300):
+        train.reset(seed=seed)
+        served_hits += train._task_key() in test_levels
+        probe = train.clone()
+        probe.reset(options={"task_id": train.task_ids()[seed]})
+        raw_hits += probe._task_key() in test_levels
+    assert served_hits == 0
+    if env_id == "mas/Sokoban-v0":
+        assert raw_hits > 0, "the check above would be vacuous: no raw train id hits a test level"

@@ -99,13 +99,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mas_envs import programs, registry
-from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
 from mas_envs.planpath import grid, prompts
 
 __all__ = ["PlanPathEnv"]
 
-# Outcome(...) without NamedTuple's Python-level __new__ (as namedtuple's _make does): hot path.
-_outcome = tuple.__new__
 _NUMERIC_TEXT = tuple(f"#### {m}" for m in grid.MOVES)
 _CELL_PX = 16
 
@@ -206,7 +204,9 @@ class PlanPathEnv(TextEnv):
         self._proposal = None
         self._program = None
 
-    def _apply(self, agent: str, text: str) -> Outcome:
+    def _apply(self, agent: str, text: str) -> OutcomeFields:
+        # The parsed paths return Outcome's fields as a plain tuple (base.OutcomeFields): the
+        # hot path of rollouts, where a NamedTuple costs four times a tuple to build.
         if self._runner is not None and agent == "tool":
             return self._apply_program(text)
         is_tool = agent == "tool"
@@ -226,9 +226,7 @@ class PlanPathEnv(TextEnv):
         )
         if is_tool:  # simulated only: the real state stays as it is
             self._proposal = moves
-            return _outcome(
-                Outcome, (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
-            )
+            return (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
         if blocked:
             before = len(self._moves)
             self._blocked += tuple([before + i for i in blocked])  # a list: no generator
@@ -236,7 +234,7 @@ class PlanPathEnv(TextEnv):
         self._moves += made
         info = {"position": divmod(cell, self.cols), "moves_made": len(made)}
         team = 1.0 if reached else 0.0
-        return _outcome(Outcome, (reward, team, reached, reached, True, "", info))
+        return (reward, team, reached, reached, True, "", info)
 
     def _apply_program(self, text: str) -> Outcome:
         """``tool_mode="code"``: run the tool's program, score the moves it printed on a copy."""
@@ -281,6 +279,13 @@ class PlanPathEnv(TextEnv):
         """The grid as the prompt shows it, ``A`` at the agent (a tool program's stdin)."""
         i = self._cell + self._cell // self.cols
         return self._grid_text[:i] + "A" + self._grid_text[i + 1 :]
+
+    def _task_key(self) -> tuple[int, int, tuple[bool, ...], int, int]:
+        level = self._level
+        return (level.rows, level.cols, level.walls, level.start, level.goal)
+
+    def _generator_key(self) -> tuple[int, int, float]:
+        return (self.rows, self.cols, self.wall_prob)
 
     def _system(self, agent: str) -> str:
         return self._systems[agent]

@@ -84,7 +84,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mas_envs import programs
-from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
 from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields
@@ -96,9 +96,6 @@ from mas_envs.sokoban.solver import solve
 __all__ = ["SokobanEnv"]
 
 _MOVES = ("U", "D", "L", "R")
-# Outcome(...) without NamedTuple's Python-level __new__ (as namedtuple's _make does): the hot path
-# builds one per step.
-_outcome = tuple.__new__
 _MIN_SIDE, _MAX_SIDE = 5, 16
 
 
@@ -226,7 +223,9 @@ class SokobanEnv(TextEnv):
         self._solution = None
         self._prompts = {}
 
-    def _apply(self, agent: str, text: str) -> Outcome:
+    def _apply(self, agent: str, text: str) -> OutcomeFields:
+        # The parsed paths return Outcome's fields as a plain tuple (base.OutcomeFields): the
+        # hot path of rollouts, where a NamedTuple costs four times a tuple to build.
         board = self.board
         assert board is not None, "reset() first"
         if self._runner is not None and agent == "tool":
@@ -264,14 +263,14 @@ class SokobanEnv(TextEnv):
             # Scored on a copy: the real state stays as it is.
             self.proposal = prompts.proposal_line(moves, "")
             self.proposed_first = moves[0]
-            return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
+            return (reward, 0.0, False, False, True, "", info)
         self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
         if made:
             self.made += made
         self.note = failed_note(invalid) if invalid else NO_NOTE
         if solved:
-            return _outcome(Outcome, (reward, 1.0, True, True, True, "", info))
-        return _outcome(Outcome, (reward, 0.0, False, False, True, "", info))
+            return (reward, 1.0, True, True, True, "", info)
+        return (reward, 0.0, False, False, True, "", info)
 
     def _apply_program(self, text: str) -> Outcome:
         """``tool_mode="code"``: run the tool's program, score the plan it printed on a copy."""
@@ -335,6 +334,13 @@ class SokobanEnv(TextEnv):
         # TextEnv.observe without its two method calls: observe runs after every step.
         text = self._prompts.get(agent) or self._build_prompt(agent)
         return {"system": self._systems[agent], "prompt": text}
+
+    def _task_key(self) -> tuple[int, int, frozenset[int], frozenset[int], int, frozenset[int]]:
+        board = self.board
+        return (board.width, board.height, board.walls, board.goals, self.player, self.boxes)
+
+    def _generator_key(self) -> tuple[int, int, int]:
+        return (self.width, self.height, self.n_boxes)
 
     def _system(self, agent: str) -> str:
         return self._systems[agent]

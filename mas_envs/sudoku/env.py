@@ -317,6 +317,14 @@ class SudokuEnv(TextEnv):
 
     # ------------------------------------------------------------------ text
 
+    def _task_key(self) -> bytes | None:
+        # 4x4 puzzles repeat across level ids (288 grids); a 9x9 puzzle (>= 25 clues of one of
+        # ~6.7e21 grids) does not, and 2,000 held-out 9x9 puzzles would take seconds to make.
+        return self._puzzle if self.size == 4 else None
+
+    def _generator_key(self) -> tuple[int, int]:
+        return (self.size, self.clues)
+
     def _system(self, agent: str) -> str:
         return self._systems[agent]
 

@@ -67,8 +67,8 @@ the goal is reached on the real env by this action, else 0.0. Each agent gets
 
 **Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the level
 for the env's ``rows``, ``cols`` and ``wall_prob``; ids per split are ``GAME_SPLITS`` (disjoint).
-Ids are disjoint, levels are not always: on 4x4, 26 of the first 100 test levels also come from
-the first 50,000 train ids (none on 5x5 or 10x10; ``docs/envs/planpath.md``).
+Levels are disjoint too: a train reset redraws any level that is also a validation or test
+level (tiny grids repeat levels across ids; ``docs/envs/planpath.md``).
 
 **Difficulty.** ``rows``, ``cols`` (2..32 each) and ``wall_prob`` (0.0..0.5). Small grids (4x4,
 5x5) are first-class: the trainer's default task is Plan-Path on a small grid.

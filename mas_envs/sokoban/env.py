@@ -54,9 +54,8 @@ Seeds and splits:
     start. ``reset(seed=s)`` draws a level id from the split; ``reset(options={"task_id": i})``
     picks one, and ``reset(options={"task_id": picture})`` plays a hand-made level given as its
     ASCII picture (in the legend's symbols, no larger than ``width`` x ``height``).
-    Ids are disjoint, levels are not always: the default 6x6 one-box room has few distinct
-    levels, and 59 of the first 100 test levels also come from the first 50,000 train ids
-    (``docs/envs/sokoban.md``).
+    Levels are disjoint too: the default 6x6 one-box room has few distinct levels, so a train
+    reset redraws any level that is also a validation or test level (``docs/envs/sokoban.md``).
 
 Difficulty:
     ``width`` and ``height`` (5-16, including the wall ring; default 6x6) and ``boxes`` (1 to

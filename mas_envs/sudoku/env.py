@@ -69,8 +69,8 @@ paper's: a whole solution fits in one answer, so three turns leave two correctio
 
 **Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the puzzle
 for the env's ``size`` and ``clues``; ids per split are ``GAME_SPLITS`` (disjoint).
-Ids are disjoint, puzzles are not always: on 4x4 with 6 clues, 7 of the first 100 test puzzles
-also come from the first 50,000 train ids (``docs/envs/sudoku.md``).
+Puzzles are disjoint too: a 4x4 train reset redraws any puzzle that is also a validation or test
+puzzle (4x4 puzzles repeat across ids; ``docs/envs/sudoku.md``).
 
 **Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 25-80, default 30;
 fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells on

@@ -193,6 +193,7 @@ class MathEnv(TextEnv):
                     f"levels must be a non-empty subset of {list(LEVELS)}, got {list(levels)}"
                 )
             self._ids = {s: GeneratedIds(topics, levels, SEEDS[s]) for s in SPLITS}
+            self._source_key: tuple = ("generated", topics, levels)
             return
         if topics is not None or levels is not None:
             raise ValueError(
@@ -211,6 +212,7 @@ class MathEnv(TextEnv):
                 self._bank[problem.id] = problem
                 by_split[split or hash_split(problem.id)].append(problem.id)
         self._ids = {s: tuple(ids) for s, ids in by_split.items()}
+        self._source_key = ("files", hash((self._ids["validation"], self._ids["test"])))
 
     @staticmethod
     def _split_sources(
@@ -243,6 +245,14 @@ class MathEnv(TextEnv):
             if own:
                 return own
         return {None: root}
+
+    def _task_key(self) -> str | None:
+        # Generated ids repeat questions (36% of raw train ids gave a validation or test question
+        # at the default topics and levels) and datasets hold duplicates: key on the question.
+        return None if self.problem is None else self.problem.question
+
+    def _generator_key(self) -> tuple:
+        return self._source_key
 
     def task_ids(self, split: str | None = None) -> Sequence[str]:
         """The problem ids of ``split`` (default: this env's split)."""

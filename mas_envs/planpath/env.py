@@ -282,6 +282,7 @@ class PlanPathEnv(TextEnv):
 
     def _task_key(self) -> tuple[int, int, tuple[bool, ...], int, int]:
         level = self._level
+        assert level is not None, "reset() first"
         return (level.rows, level.cols, level.walls, level.start, level.goal)
 
     def _generator_key(self) -> tuple[int, int, float]:

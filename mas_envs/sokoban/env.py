@@ -336,6 +336,7 @@ class SokobanEnv(TextEnv):
 
     def _task_key(self) -> tuple[int, int, frozenset[int], frozenset[int], int, frozenset[int]]:
         board = self.board
+        assert board is not None, "reset() first"
         return (board.width, board.height, board.walls, board.goals, self.player, self.boxes)
 
     def _generator_key(self) -> tuple[int, int, int]:

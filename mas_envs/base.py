@@ -271,7 +271,7 @@ class TextEnv(AECEnv):
             return
         if not isinstance(action, str):
             raise TypeError(
-                f"{agent!r}'s action must be str (the model's text), got "
+                f"the action of {agent!r} must be str (the model's text), got "
                 f"{type(action).__name__}; decode the model's output to text before step()"
             )
         out: OutcomeFields

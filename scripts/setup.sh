@@ -21,6 +21,9 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 export PIP_DISABLE_PIP_VERSION_CHECK=1
-.venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/pip install -q torch==2.13.0
+# On a CPU-only machine that reaches download.pytorch.org, TORCH_INDEX=https://download.pytorch.org/whl/cpu
+# takes the small CPU build; where a local wheel is configured (as on our CI) the plain pin finds it.
+.venv/bin/python -c "import torch" 2>/dev/null ||
+    .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
 .venv/bin/pip install -q -e ".[$extras]"
 echo "mas-rl is installed in .venv with extras [$extras]"

@@ -202,7 +202,10 @@ class OptimConfig:
     warmstart_steps: int = 0
     """Supervised steps on oracle transcripts before RL (0 = no warm start)."""
     warmstart_lr: float = 1e-3
-    """AdamW learning rate of the warm start."""
+    """AdamW learning rate of the warm start (its peak, with ``warmstart_min_lr_ratio`` < 1)."""
+    warmstart_min_lr_ratio: float = 1.0
+    """Warm-start rate at its last step as a share of ``warmstart_lr`` (cosine decay; 1.0 =
+    constant)."""
     warmstart_batch_size: int = 32
     """Samples per warm-start step."""
     warmstart_episodes: int = 256
@@ -216,6 +219,10 @@ class OptimConfig:
         _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")
         _check(self.micro_batch_size >= 0, "optim.micro_batch_size must be >= 0")
         _check(self.warmstart_steps >= 0, "optim.warmstart_steps must be >= 0")
+        _check(
+            0 <= self.warmstart_min_lr_ratio <= 1,
+            f"optim.warmstart_min_lr_ratio must be in [0, 1], got {self.warmstart_min_lr_ratio}",
+        )
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
 

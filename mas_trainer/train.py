@@ -388,6 +388,8 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             batch_size=cfg.optim.warmstart_batch_size,
             rng=rng,
             on_step=on_step,
+            lr=cfg.optim.warmstart_lr,
+            min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
         )
         bar.close()
         del sft

@@ -16,6 +16,7 @@ a run shows separately what the warm start and what AT-GRPO contributed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -25,7 +26,7 @@ from mas_envs.base import TextEnv
 from mas_trainer.rollout import encode_prompt
 from mas_trainer.samples import TrainSample
 
-__all__ = ["oracle_samples", "warm_start"]
+__all__ = ["cosine_lr", "oracle_samples", "warm_start"]
 
 
 def oracle_samples(
@@ -79,6 +80,15 @@ def oracle_samples(
     return out
 
 
+def cosine_lr(lr: float, min_lr_ratio: float, step: int, steps: int) -> float:
+    """Learning rate of 1-based ``step`` of ``steps``: ``lr`` at step 1, ``lr * min_lr_ratio`` at
+    the last, half a cosine in between."""
+    if steps <= 1:
+        return lr
+    progress = (step - 1) / (steps - 1)  # 0 at the first step, 1 at the last
+    return lr * (min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress)))
+
+
 def warm_start(
     learners: Mapping[str, Any],
     samples: Sequence[TrainSample],
@@ -87,8 +97,15 @@ def warm_start(
     batch_size: int,
     rng: np.random.Generator,
     on_step: Callable[[int, dict[str, float]], None] | None = None,
+    lr: float | None = None,
+    min_lr_ratio: float = 1.0,
 ) -> dict[str, float]:
     """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
+
+    With ``lr`` set, step ``s`` (1-based) uses a cosine decay from ``lr`` down to
+    ``lr * min_lr_ratio`` at the last step: at a constant rate the loss stops falling at the
+    level of the minibatch noise (Plan-Path: ~0.42 nats/token from step 100 on), and lowering
+    the rate at the end is what takes it below that floor.
 
     Args:
         learners: Learner of each policy (``sft_update(batch) -> metrics``).
@@ -97,6 +114,8 @@ def warm_start(
         batch_size: Samples per step.
         rng: Draws the minibatches.
         on_step: Called with ``(step, metrics)`` after every step (progress, logging).
+        lr: Peak learning rate of the schedule (``None``: each learner's own rate, constant).
+        min_lr_ratio: Rate at the last step as a share of ``lr`` (1.0 = constant rate).
 
     Returns:
         The last step's metrics, prefixed by policy name when there are several policies.
@@ -107,12 +126,17 @@ def warm_start(
     missing = sorted(set(by_policy) - set(learners))
     if missing:
         raise ValueError(f"warm-start samples for policies without a learner: {missing}")
+    if not 0.0 <= min_lr_ratio <= 1.0:
+        raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
     last: dict[str, float] = {}
     for step in range(1, steps + 1):
         metrics: dict[str, float] = {}
+        step_lr = None if lr is None else cosine_lr(lr, min_lr_ratio, step, steps)
         for policy, pool in by_policy.items():
             idx = rng.choice(len(pool), size=min(batch_size, len(pool)), replace=False)
-            m = learners[policy].sft_update([pool[i] for i in idx])
+            m = learners[policy].sft_update([pool[i] for i in idx], lr=step_lr)
+            if step_lr is not None:
+                m = {**m, "optim/lr": step_lr}
             prefix = "" if len(by_policy) == 1 else f"{policy}/"
             metrics.update({f"{prefix}{k}": float(v) for k, v in m.items()})
         last = metrics

@@ -1,0 +1,69 @@
+"""The warm start's learning-rate schedule (cosine decay) and how it reaches the learners."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mas_trainer.config import ConfigError, build_config
+from mas_trainer.samples import TrainSample
+from mas_trainer.warmstart import cosine_lr, warm_start
+
+
+class RecordingLearner:
+    """Stands in for a Learner: records the rate of every ``sft_update`` call."""
+
+    def __init__(self) -> None:
+        self.rates: list[float | None] = []
+
+    def sft_update(self, batch, lr=None):
+        self.rates.append(lr)
+        return {"loss/sft": float(len(batch))}
+
+
+def _samples(n: int, policy: str = "shared") -> list[TrainSample]:
+    return [TrainSample([1, 2], [3], [0.0], 0.0, policy=policy) for _ in range(n)]
+
+
+def test_cosine_lr_runs_from_peak_to_floor_through_the_midpoint():
+    assert cosine_lr(1e-2, 0.1, 1, 5) == pytest.approx(1e-2)
+    assert cosine_lr(1e-2, 0.1, 3, 5) == pytest.approx(1e-2 * (0.1 + 0.9 * 0.5))  # half way
+    assert cosine_lr(1e-2, 0.1, 5, 5) == pytest.approx(1e-3)
+    assert cosine_lr(1e-2, 0.1, 2, 5) == pytest.approx(
+        1e-2 * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 4)))
+    )
+    assert cosine_lr(1e-2, 0.1, 1, 1) == pytest.approx(1e-2)  # a single step keeps the peak
+
+
+def test_warm_start_gives_each_step_its_scheduled_rate():
+    learner = RecordingLearner()
+    out = warm_start(
+        {"shared": learner}, _samples(8), steps=4, batch_size=2,
+        rng=np.random.default_rng(0), lr=4e-3, min_lr_ratio=0.25,
+    )  # fmt: skip
+    assert learner.rates == pytest.approx([cosine_lr(4e-3, 0.25, s, 4) for s in range(1, 5)])
+    assert learner.rates[0] == pytest.approx(4e-3) and learner.rates[-1] == pytest.approx(1e-3)
+    assert all(a > b for a, b in zip(learner.rates, learner.rates[1:], strict=False))
+    assert out["optim/lr"] == pytest.approx(1e-3)
+
+
+def test_warm_start_without_a_schedule_keeps_the_learners_rate():
+    learner = RecordingLearner()
+    warm_start(
+        {"shared": learner}, _samples(4), steps=3, batch_size=2, rng=np.random.default_rng(0)
+    )
+    assert learner.rates == [None, None, None]
+    with pytest.raises(ValueError, match="min_lr_ratio"):
+        warm_start(
+            {"shared": learner}, _samples(4), steps=1, batch_size=2,
+            rng=np.random.default_rng(0), lr=1e-3, min_lr_ratio=1.5,
+        )  # fmt: skip
+
+
+def test_config_checks_the_decay_ratio():
+    cfg = build_config("plan-path-tiny", overrides=["--optim.warmstart_min_lr_ratio", "0.1"])
+    assert cfg.optim.warmstart_min_lr_ratio == 0.1
+    with pytest.raises(ConfigError, match="warmstart_min_lr_ratio"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_min_lr_ratio", "2"])

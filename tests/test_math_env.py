@@ -95,6 +95,7 @@ UNEQUAL = [
     ("5", ""),
     ("", "5"),
     ("9^{9^{9^9}}", "1"),  # too costly to evaluate: compared as text, never hangs
+    ("5", "{" * 30 + "5" + "}" * 30),  # nested too deep to parse (exponential): compared as text
 ]
 
 
@@ -108,6 +109,17 @@ def test_equal_answers_are_recognised(backend, gold, pred):
 @pytest.mark.parametrize(("gold", "pred"), UNEQUAL)
 def test_unequal_answers_are_told_apart(backend, gold, pred):
     assert not answers_equal(gold, pred, backend), (gold, pred)
+
+
+def test_deeply_nested_answers_never_reach_the_parser(monkeypatch):
+    math_verify = pytest.importorskip("math_verify")
+
+    parsed = []
+    monkeypatch.setattr(math_verify, "parse", lambda text, **kwargs: parsed.append(text) or [])
+    deep = "{" * 9 + "7" + "}" * 9  # exponential for math-verify, and unguarded off-thread
+    assert not answers_equal("8", deep, "math-verify")
+    assert answers_equal(deep, " " + deep, "math-verify")  # equal as text
+    assert not parsed, "a deeply nested answer must be compared as text, never parsed"
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -14,8 +14,9 @@ Two backends:
   (``sqrt``, ``pi``, ``oo``, ...), so model text never reaches ``eval`` with anything else.
 
 Model text is hostile: answers longer than :data:`MAX_ANSWER_CHARS` are never equal to anything,
-and exponent towers / huge factorials are compared as normalised strings instead of evaluated (a
-``9^{9^{9^9}}`` would otherwise hang sympy). Results are cached per (gold, pred, backend).
+and exponent towers / huge factorials / brackets nested deeper than :data:`MAX_NESTING` are compared
+as normalised strings instead of evaluated (a ``9^{9^{9^9}}`` would otherwise hang sympy).
+Results are cached per (gold, pred, backend).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from typing import Any
 __all__ = [
     "BACKENDS",
     "MAX_ANSWER_CHARS",
+    "MAX_NESTING",
     "answers_equal",
     "default_backend",
     "last_boxed",
@@ -142,9 +144,30 @@ def _rational(s: str) -> Fraction | None:
     return None
 
 
+MAX_NESTING = 8
+"""Answers with brackets nested deeper than this are compared as text, never parsed: math-verify's
+LaTeX parser takes time exponential in the depth (``{{{{{{{{{{{{{{1}}}}}}}}}}}}}}``, depth 14,
+took 9 s outside the main thread, where it runs without a timeout). Real answers nest 2-4 deep."""
+
+
+def _nesting(s: str) -> int:
+    """The deepest nesting of ``()``, ``[]`` and ``{}`` in ``s`` (unbalanced ones counted as is)."""
+    depth = deepest = 0
+    for c in s:
+        if c in "([{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif c in ")]}":
+            depth -= 1
+    return deepest
+
+
 def _too_costly(s: str) -> bool:
-    """Whether evaluating ``s`` could take sympy arbitrarily long (towers, huge factorials...)."""
-    return any(p.search(s) for p in (_TOWER, _BIG_FACTORIAL, _BIG_POWER, _BIG_BINOMIAL))
+    """Whether evaluating ``s`` could take sympy or math-verify arbitrarily long (towers, huge
+    factorials, deep nesting...)."""
+    return _nesting(s) > MAX_NESTING or any(
+        p.search(s) for p in (_TOWER, _BIG_FACTORIAL, _BIG_POWER, _BIG_BINOMIAL)
+    )
 
 
 def answers_equal(gold: str, pred: str, backend: str | None = None) -> bool:

@@ -105,7 +105,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from mas_envs import programs, registry
-from mas_envs.base import Outcome, TaskId, TextEnv
+from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku import prompts
 from mas_envs.sudoku.generate import check_config, generate
@@ -264,7 +264,8 @@ class SudokuEnv(TextEnv):
         score = self._score_of(new)
         return (score - self._score) / self._n_free, new, "", score
 
-    def _apply(self, agent: str, text: str) -> Outcome:
+    def _apply(self, agent: str, text: str) -> OutcomeFields:
+        # Outcome's fields as plain tuples (base.OutcomeFields): the hot path of rollouts.
         if self._runner is not None and agent == "tool":
             return self._apply_program(text)
         reward, new, reason, score = self._judge(text)
@@ -272,15 +273,15 @@ class SudokuEnv(TextEnv):
         info = {"valid": not reason, "empty": after.count(0)}
         if agent == "tool":
             self._proposal = (self.turn, new, reason)
-            return Outcome(reward, parsed=new is not None, reason=reason, info=info)
+            return (reward, 0.0, False, False, new is not None, reason, info)
         if new is None or reason:
             note = ("not read: " if new is None else "rejected: ") + reason
             self._history = (*self._history, (self.turn, self._board, None, note))
-            return Outcome(reward, parsed=new is not None, reason=reason, info=info)
+            return (reward, 0.0, False, False, new is not None, reason, info)
         self._history = (*self._history, (self.turn, self._board, new, ""))
         solved = new == self._solution
         self._board, self._score = new, score
-        return Outcome(reward, 1.0 if solved else 0.0, solved, solved, info=info)
+        return (reward, 1.0 if solved else 0.0, solved, solved, True, "", info)
 
     def _apply_program(self, text: str) -> Outcome:
         """``tool_mode="code"``: run the tool's program, judge what it printed like an answer."""

@@ -43,6 +43,9 @@ SPLITS = ("train", "validation", "test")
 
 _HELD_OUT: dict[Hashable, frozenset[Hashable]] = {}
 """Per (env class, generator settings, split): the task keys a split must not serve."""
+_MAX_REDRAWS = 10_000
+"""Held-out tasks ``reset`` redraws in a row before it gives up on a config (a tiny board whose
+every level is also a test level would otherwise loop forever)."""
 
 TaskId = int | str
 
@@ -244,7 +247,16 @@ class TextEnv(AECEnv):
             task_id = ids[int(self._rng.integers(len(ids)))]
             self._load_task(task_id)
             held_out = self._held_out_keys()
+            redraws = 0
             while held_out and self._task_key() in held_out:
+                redraws += 1
+                if redraws > _MAX_REDRAWS:
+                    raise ValueError(
+                        f"{_MAX_REDRAWS} tasks drawn from split {self.split!r} in a row were all "
+                        "also tasks of a later split: this config has too few distinct tasks to "
+                        "keep the splits apart; make it larger (a bigger board, more topics or "
+                        "levels), or pick tasks with reset(options={'task_id': ...})"
+                    )
                 task_id = ids[int(self._rng.integers(len(ids)))]
                 self._load_task(task_id)
         else:

@@ -389,3 +389,15 @@ def test_ansi_render_shows_the_agent():
     env = hand_env(render_mode="ansi")
     text = env.render()
     assert text.splitlines()[0] == "A#G." and "agent (0, 0)" in text
+
+
+def test_a_config_whose_levels_are_all_held_out_says_so_instead_of_looping():
+    # Every 2x2 level is also a validation or test level: train has nothing of its own.
+    env = PlanPathEnv(rows=2, cols=2)
+    with pytest.raises(ValueError, match="too few distinct tasks"):
+        env.reset(seed=0)
+    env.reset(options={"task_id": 5})  # a chosen level still plays
+    assert env.agents and env.task_id == 5
+    held_out = PlanPathEnv(rows=2, cols=2, split="test")
+    held_out.reset(seed=0)  # the last split serves every level
+    assert held_out.task_id in mas_envs.registry.GAME_SPLITS["test"]

@@ -11,7 +11,7 @@ import mas_envs
 from mas_envs.moves import parse_moves
 from mas_envs.policies import oracle_policy, play_episode
 from mas_envs.sokoban import SokobanEnv
-from mas_envs.sokoban.board import Rewards, parse_level, play
+from mas_envs.sokoban.board import Rewards, parse_level, play, player_region
 from mas_envs.sokoban.generate import generate_level
 from mas_envs.sokoban.prompts import answer_text, parse_answer
 from mas_envs.sokoban.render import TILE, render_rgb
@@ -480,3 +480,14 @@ def test_rgb_render_draws_each_tile_distinctly():
     env = mas_envs.make("mas/Sokoban-v0", render_mode="rgb_array")
     env.reset(seed=0)
     assert env.render().shape == (6 * TILE, 6 * TILE, 3)
+
+
+def test_player_region_is_one_puzzle_however_far_the_player_walked():
+    # A level's identity across splits uses the player's region, not its cell.
+    left = parse_level("#######\n#@_$_.#\n#_____#\n#######")
+    walked = parse_level("#######\n#__$_.#\n#____@#\n#######")  # around the box: same region
+    walled = parse_level("#######\n#_#$@.#\n#_#####\n#######")  # behind the box: another region
+    region = player_region(left.board, left.player, left.boxes)
+    assert region == 8  # row 1, column 1: the smallest reachable cell
+    assert player_region(walked.board, walked.player, walked.boxes) == region
+    assert player_region(walled.board, walled.player, walled.boxes) == 11  # only (1, 4)

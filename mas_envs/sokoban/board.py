@@ -25,6 +25,7 @@ __all__ = [
     "parse_level",
     "play",
     "play_fields",
+    "player_region",
 ]
 
 WALL, FLOOR, GOAL, BOX, BOX_ON_GOAL, PLAYER, PLAYER_ON_GOAL = "#", "_", ".", "$", "*", "@", "+"
@@ -209,6 +210,27 @@ class Board:
 # NamedTuple's own constructor goes through a Python-level __new__; this is the C one (as
 # namedtuple's _make uses): the same object, built in a third of the time on the hot path.
 _new_play = tuple.__new__
+
+
+def player_region(board: Board, player: int, boxes: frozenset[int]) -> int:
+    """The smallest cell the player can walk to without pushing a box.
+
+    Two positions with the same walls, goals and boxes and the same region are one puzzle: the
+    player walks from one spot to the other for free. A level's identity (e.g. to keep a test
+    level out of training) uses this instead of the exact player cell.
+    """
+    blocked = board.walls | boxes
+    steps = tuple(board.steps.values())
+    seen = {player}
+    todo = [player]
+    while todo:
+        cell = todo.pop()
+        for step in steps:
+            nxt = cell + step
+            if nxt not in seen and nxt not in blocked:
+                seen.add(nxt)
+                todo.append(nxt)
+    return min(seen)
 
 
 def parse_level(text: str) -> Level:

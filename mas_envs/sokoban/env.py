@@ -86,7 +86,7 @@ from mas_envs import programs
 from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
 from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
-from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields
+from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields, player_region
 from mas_envs.sokoban.generate import generate_level
 from mas_envs.sokoban.prompts import NO_NOTE, build_prompt, failed_note, parse_answer, read_answer
 from mas_envs.sokoban.render import render_rgb
@@ -337,7 +337,11 @@ class SokobanEnv(TextEnv):
     def _task_key(self) -> tuple[int, int, frozenset[int], frozenset[int], int, frozenset[int]]:
         board = self.board
         assert board is not None, "reset() first"
-        return (board.width, board.height, board.walls, board.goals, self.player, self.boxes)
+        # The player's region, not its cell: the same puzzle with the player a few free steps
+        # away is the same puzzle (with the exact cell, 905 of 1,000 test levels matched a train
+        # level this way against 631 exactly, on 6x6 with one box).
+        region = player_region(board, self.player, self.boxes)
+        return (board.width, board.height, board.walls, board.goals, region, self.boxes)
 
     def _generator_key(self) -> tuple[int, int, int]:
         return (self.width, self.height, self.n_boxes)

@@ -13,8 +13,14 @@ import re
 
 from gymnasium import spaces
 
-__all__ = ["CHARSET", "MAX_ACTION_CHARS", "MAX_PROMPT_CHARS", "action_space", "clean_text",
-           "observation_space"]
+__all__ = [
+    "CHARSET",
+    "MAX_ACTION_CHARS",
+    "MAX_PROMPT_CHARS",
+    "action_space",
+    "clean_text",
+    "observation_space",
+]
 
 _RANGES = [
     (0x20, 0x7E),  # printable ASCII

@@ -401,3 +401,44 @@ def test_a_config_whose_levels_are_all_held_out_says_so_instead_of_looping():
     held_out = PlanPathEnv(rows=2, cols=2, split="test")
     held_out.reset(seed=0)  # the last split serves every level
     assert held_out.task_id in mas_envs.registry.GAME_SPLITS["test"]
+
+
+@pytest.mark.parametrize("mode", ["mas", "single"])
+def test_kept_prompt_equals_the_rebuilt_one(mode):
+    # The env builds its prompt from a cached head per cell and a history line it appends to;
+    # prompts.prompt rebuilds it from the whole state. They must agree after every step,
+    # through blocked moves, unparsed answers, clones and resets (a cache bug shows up here).
+    env = PlanPathEnv(rows=5, cols=6, wall_prob=0.3, mode=mode, max_turns=6)
+    rng = np.random.default_rng(7)
+    texts = ["#### U, U, L", "#### R", "no moves here", "#### D, D, D, D, L, L", "#### UR"]
+    saw_blocked = False
+    for seed in range(12):
+        env.reset(seed=seed)
+        while env.agents:
+            for agent in env.agents:
+                level, turn = env.level, min(env.turn, env.max_turns - 1)
+                show = mode == "mas" and agent == "planner"
+                expected = prompts.prompt(
+                    env._grid_text,
+                    env.cols,
+                    env._cell,
+                    level.goal,
+                    env.moves,
+                    env._blocked,
+                    turn,
+                    env.max_turns,
+                    show,
+                    env._proposal,
+                )
+                assert env.observe(agent)["prompt"] == expected
+            if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
+                break
+            if rng.random() < 0.5:
+                text = env.random_action(rng)
+            else:
+                text = texts[int(rng.integers(len(texts)))]
+            if rng.random() < 0.3:
+                env = env.clone()  # type: ignore[assignment]
+            env.step(text)
+            saw_blocked = saw_blocked or bool(env._blocked)
+    assert saw_blocked  # the starred history was exercised

@@ -173,6 +173,11 @@ class PlanPathEnv(TextEnv):
         self._moves: tuple[str, ...] = ()
         self._blocked: tuple[int, ...] = ()  # indices into _moves of the blocked moves
         self._proposal: tuple[str, ...] | None = None
+        # The prompt's history line, kept as moves are made (appended, never rebuilt), and per
+        # level the prompt's head for each agent cell seen (grid with ``A``, both positions):
+        # static data of the level, so a new dict per level, shared by clones.
+        self._history = prompts.NO_HISTORY
+        self._heads: dict[int, str] = {}
         # tool_mode="code": the tool's latest program and what it printed (immutable).
         self._program: programs.ToolProgram | None = None
 
@@ -201,6 +206,8 @@ class PlanPathEnv(TextEnv):
         self._cell = level.start
         self._moves = ()
         self._blocked = ()
+        self._history = prompts.NO_HISTORY
+        self._heads = {}
         self._proposal = None
         self._program = None
 
@@ -227,6 +234,10 @@ class PlanPathEnv(TextEnv):
         if is_tool:  # simulated only: the real state stays as it is
             self._proposal = moves
             return (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
+        if made:
+            self._history = prompts.extend_history(
+                self._history, self._moves, bool(self._blocked), made, blocked
+            )
         if blocked:
             before = len(self._moves)
             self._blocked += tuple([before + i for i in blocked])  # a list: no generator
@@ -298,21 +309,24 @@ class PlanPathEnv(TextEnv):
     def _prompt(self, agent: str) -> str:
         if self._runner is not None:
             return self._code_prompt(agent)
-        level = self._level
-        assert level is not None, "call reset() first"
-        turn, last = self.turn, self.max_turns - 1
-        return prompts.prompt(
-            self._grid_text,
-            self.cols,
-            self._cell,
-            level.goal,
-            self._moves,
-            self._blocked,
-            turn if turn < last else last,
-            self.max_turns,
-            self._mas and agent == "planner",
-            self._proposal,
-        )
+        # prompts.prompt's text, from the cached head and the kept history line (the golden
+        # transcripts and a test check the two agree): the prompt is rebuilt after every step.
+        cell = self._cell
+        head = self._heads.get(cell)
+        if head is None:
+            level = self._level
+            assert level is not None, "call reset() first"
+            head = self._heads[cell] = prompts.head(self._grid_text, self.cols, cell, level.goal)
+        turn, max_turns = self.turn, self.max_turns
+        if turn >= max_turns:
+            turn = max_turns - 1
+        if self._mas and agent == "planner":
+            return (
+                f"{head}{self._history}\nTurn {turn + 1} of {max_turns}.\n"
+                f"Tool agent's proposal: {prompts.proposal_text(self._proposal)}\n"
+                f"{prompts.ANSWER_FORMAT}"
+            )
+        return f"{head}{self._history}\nTurn {turn + 1} of {max_turns}.\n{prompts.ANSWER_FORMAT}"
 
     def _code_prompt(self, agent: str) -> str:
         """``tool_mode="code"``: the plan-mode prompt with the tool's program in place of the

@@ -75,9 +75,59 @@ _NUM = tuple(map(str, range(_N)))
 """``str(i)`` for ``0 <= i < _N``: the prompt's numbers (row and column, turns)."""
 
 
+NO_HISTORY = "Moves made so far: none"
+"""The prompt's history line before any move is made."""
+_HISTORY = "Moves made so far: "
+_BLOCKED_NOTE = " (* = blocked, the agent stayed put)"
+
+
+def extend_history(
+    line: str,
+    moves: tuple[str, ...],
+    had_blocked: bool,
+    made: tuple[str, ...],
+    blocked: tuple[int, ...],
+) -> str:
+    """The history line after ``made`` (non-empty; ``blocked``: indices into it) follow ``moves``.
+
+    ``line`` is the history line of ``moves`` (``had_blocked``: some of them were blocked). The
+    env keeps the line this way, appending instead of rebuilding it from the whole history per
+    prompt; the text is :func:`prompt`'s.
+    """
+    if blocked:
+        marked = list(made)
+        for i in blocked:
+            marked[i] += "*"
+        shown = ", ".join(marked)
+    else:
+        shown = ", ".join(made)
+    if moves:
+        shown = f"{line[: len(line) - len(_BLOCKED_NOTE)] if had_blocked else line}, {shown}"
+    else:
+        shown = _HISTORY + shown
+    return shown + _BLOCKED_NOTE if had_blocked or blocked else shown
+
+
+def head(grid: str, cols: int, cell: int, goal: int) -> str:
+    """The start of :func:`prompt`: the legend, the grid with ``A`` at ``cell``, the agent's and
+    the goal's positions, up to the history line (static per level and cell: the env caches it)."""
+    i = cell + cell // cols  # each row is followed by a newline
+    row, col = divmod(cell, cols)
+    grow, gcol = divmod(goal, cols)
+    return (
+        f"{_LEGEND}\n{grid[:i]}A{grid[i + 1 :]}\n"
+        f"Agent at row {row}, column {col}. Goal at row {grow}, column {gcol}.\n"
+    )
+
+
+def proposal_text(proposal: tuple[str, ...] | None) -> str:
+    """The tool agent's proposal as the planner's prompt shows it."""
+    return format_moves(proposal) if proposal else "none (its answer had no valid move list)"
+
+
 def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
     if not moves:
-        return "Moves made so far: none"
+        return NO_HISTORY
     if not blocked:
         return "Moves made so far: " + ", ".join(moves)
     # Star the blocked moves in a copy of the list: a per-move generator here would cost more

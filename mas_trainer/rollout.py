@@ -19,6 +19,14 @@ code runs it.
 Generation is batched: at each (turn, agent) step every live root's K candidates of one policy go
 to the engine in a single ``generate`` call. Everything else (prompt encoding, decoding, clones,
 env steps) is bookkeeping whose share of the time :class:`RolloutResult` reports.
+
+Prefetch: an env whose class has ``prefetch(texts, agent)`` (the code-running envs: Code, Math and
+the ``*Code`` games) gets the K texts of one state before they are stepped, so it can run their K
+programs in one pooled sandbox call and fill the cache its clones share; the K steps then only read
+that cache. In tree mode that is each root's K candidates; in parallel mode, the texts of the
+episodes of one task whose agent sees the same prompt (they start as clones of one env, so share
+its cache). Prefetching never changes a result (the cache is keyed by program and input), only
+when the programs run.
 """
 
 from __future__ import annotations
@@ -134,6 +142,9 @@ class TreeRollout:
             :class:`Episode`.
         system_message: Send the env's system text as a system message (see
             :func:`encode_prompt`).
+        prefetch: Hand the texts about to be stepped from one state to the env's ``prefetch``
+            when its class has one (see the module docstring). ``False`` steps without it; the
+            results are the same (for benchmarks and tests).
     """
 
     def __init__(
@@ -150,6 +161,7 @@ class TreeRollout:
         seed: int = 0,
         keep_transcripts: bool = False,
         system_message: bool = True,
+        prefetch: bool = True,
     ) -> None:
         if mode not in ("tree", "parallel"):
             raise ValueError(f"unknown rollout mode {mode!r}; choose 'tree' or 'parallel'")
@@ -170,6 +182,7 @@ class TreeRollout:
         self.tie_break = tie_break
         self.keep_transcripts = keep_transcripts
         self.system_message = system_message
+        self.prefetch = prefetch
         self.rng = np.random.default_rng(seed)
 
     def _start(self, task_ids: Sequence[Any], uid_prefix: str) -> list[_Lane]:
@@ -219,9 +232,19 @@ class TreeRollout:
                 )
                 gen_seconds += time.perf_counter() - t0
                 gen_tokens += sum(len(c.token_ids) for c in completions)
+                texts = [
+                    self.tokenizer.decode(c.token_ids, skip_special_tokens=True)
+                    for c in completions
+                ]
+                if self.prefetch and n_cand == 1:  # parallel mode (and k=1 trees)
+                    self._prefetch_lanes(items, texts)
                 for j, (lane, agent, obs, prompt_ids) in enumerate(items):
-                    cands = completions[j * n_cand : (j + 1) * n_cand]
-                    samples.extend(self._step_lane(lane, agent, policy, obs, prompt_ids, cands))
+                    part = slice(j * n_cand, (j + 1) * n_cand)
+                    samples.extend(
+                        self._step_lane(
+                            lane, agent, policy, obs, prompt_ids, completions[part], texts[part]
+                        )
+                    )
             live = [lane for lane in live if not _ended(lane.env)]
         for lane in lanes:
             lane.episode.success = bool(lane.env.success)
@@ -242,12 +265,15 @@ class TreeRollout:
         obs: dict[str, str],
         prompt_ids: list[int],
         cands: Sequence[Any],
+        texts: list[str],
     ) -> list[TrainSample]:
-        """Step one clone per candidate, make the samples, continue the lane from the best."""
+        """Step one clone per candidate, make the samples, continue the lane from the best.
+
+        ``texts`` are the candidates' decoded texts, in order.
+        """
         env = lane.env
         turn = env.turn
         group = (lane.group_uid, turn, agent)
-        texts = [self.tokenizer.decode(c.token_ids, skip_special_tokens=True) for c in cands]
         branches = self._step_branches(env, texts)
         out = []
         for branch, comp in zip(branches, cands, strict=False):
@@ -285,12 +311,34 @@ class TreeRollout:
     def _step_branches(self, env: TextEnv, texts: list[str]) -> list[TextEnv]:
         """Step one clone of ``env`` per text (``env`` itself when there is one text).
 
-        The ray backend overrides this to step the clones on env-worker actors.
+        Several texts are first handed to the env's ``prefetch`` (see the module docstring). The
+        ray backend overrides this to step the clones on env-worker actors.
         """
+        if self.prefetch and len(texts) > 1:
+            _prefetch(env, texts, env.agent_selection)
         branches = [env] if len(texts) == 1 else [env.clone() for _ in texts]
         for branch, text in zip(branches, texts, strict=True):
             branch.step(text)
         return branches
+
+    def _prefetch_lanes(
+        self, items: Sequence[tuple[_Lane, str, dict[str, str], list[int]]], texts: list[str]
+    ) -> None:
+        """Parallel mode: prefetch, per state, the texts of the lanes that are at that state.
+
+        ``texts[j]`` is lane ``items[j]``'s text. The K episodes of a task start as clones of one
+        env and share its program cache; lanes of one task whose agent sees the same prompt are
+        taken to be at one state, and their texts go to the first one's env in one call. (Were
+        two such states to differ in what a program reads, the cache keys would differ too: the
+        cost is a wasted run, never a wrong result.)
+        """
+        at_state: dict[tuple[str, str, tuple[int, ...]], list[int]] = {}
+        for j, (lane, agent, _obs, prompt_ids) in enumerate(items):
+            at_state.setdefault((lane.group_uid, agent, tuple(prompt_ids)), []).append(j)
+        for lane_ids in at_state.values():
+            if len(lane_ids) > 1:
+                lane, agent = items[lane_ids[0]][:2]
+                _prefetch(lane.env, [texts[j] for j in lane_ids], agent)
 
     def _best(self, rewards: Sequence[float]) -> int:
         top = max(rewards)
@@ -298,6 +346,13 @@ class TreeRollout:
         if self.tie_break == "random" and len(ties) > 1:
             return ties[int(self.rng.integers(len(ties)))]
         return ties[0]
+
+
+def _prefetch(env: TextEnv, texts: list[str], agent: str) -> None:
+    """Call ``env.prefetch(texts, agent)`` when the env's class defines one (duck-typed)."""
+    prefetch = getattr(type(env), "prefetch", None)
+    if prefetch is not None:
+        prefetch(env, texts, agent)
 
 
 def _ended(env: TextEnv) -> bool:

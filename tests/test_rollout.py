@@ -181,3 +181,200 @@ def test_real_engine_samples_have_matching_logprobs():
         assert all(lp <= 0 for lp in s.logprobs)
     assert result.gen_tokens == sum(len(s.completion_ids) for s in result.samples)
     assert 0.0 <= result.other_share < 1.0
+
+
+# ---------------------------------------------------------------------------- prefetch
+
+
+class PrefetchLog:
+    """What the envs of one rollout were asked to prefetch, and what they stepped."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[tuple, list[str]]] = []  # (state, texts)
+        self.cache: set[tuple[tuple, str]] = set()
+        self.steps: list[tuple[tuple, str, bool]] = []  # (state, text, was it prefetched)
+
+
+class PrefetchDigitEnv(DigitEnv):
+    """DigitEnv with a ``prefetch`` that fills a cache every env of a rollout shares (as the code
+    envs' program cache is shared by clones); its steps record whether their text was in it."""
+
+    log: PrefetchLog
+
+    def _state(self, agent):
+        return (self._base, self.turn, agent)
+
+    def prefetch(self, texts, agent=None):
+        state = self._state(agent or self.agent_selection)
+        self.log.calls.append((state, list(texts)))
+        self.log.cache.update((state, t) for t in texts)
+
+    def _apply(self, agent, text):
+        state = self._state(agent)
+        self.log.steps.append((state, text, (state, text) in self.log.cache))
+        return super()._apply(agent, text)
+
+
+def prefetch_rollout(log, *, env_cls=PrefetchDigitEnv, mode="tree", k=4, prefetch=True):
+    def make_env():
+        env = env_cls(max_turns=3)
+        env.log = log
+        return env
+
+    return TreeRollout(
+        make_env,
+        {"p": ScriptedEngine()},
+        TOKENIZER,
+        {"caller": "p", "echo": "p"},
+        k=k,
+        params=SamplingParams(max_tokens=4),
+        mode=mode,
+        seed=3,
+        keep_transcripts=True,
+        prefetch=prefetch,
+    )
+
+
+def _text(sample):
+    return TOKENIZER.decode(sample.completion_ids, skip_special_tokens=True)
+
+
+def test_tree_prefetches_each_groups_k_texts_once_before_stepping_them():
+    log = PrefetchLog()
+    result = prefetch_rollout(log).run(range(6))
+    groups = defaultdict(list)
+    for s in result.samples:
+        groups[s.group].append(_text(s))
+    called = {(str(base), turn, agent): texts for (base, turn, agent), texts in log.calls}
+    assert len(called) == len(log.calls), "one call per (root, turn, agent)"
+    assert called == groups  # exactly the K candidates of the group, in order
+    assert all(len(texts) == 4 for texts in called.values())
+    assert len(log.steps) == len(result.samples) and all(hit for *_, hit in log.steps)
+
+
+def test_prefetch_changes_no_result():
+    def played(env_cls, prefetch):
+        log = PrefetchLog()
+        res = prefetch_rollout(log, env_cls=env_cls, prefetch=prefetch).run(range(8))
+        samples = [(s.group, s.completion_ids, s.reward, s.info) for s in res.samples]
+        episodes = [
+            (ep.uid, ep.success, ep.turns, ep.returns, ep.transcript) for ep in res.episodes
+        ]
+        return samples, episodes, log
+
+    with_it, without, plain = (
+        played(PrefetchDigitEnv, True),
+        played(PrefetchDigitEnv, False),
+        played(DigitEnv, True),
+    )
+    assert with_it[2].calls and not without[2].calls and not plain[2].calls
+    assert with_it[:2] == without[:2] == plain[:2]
+
+
+def test_parallel_mode_prefetches_the_texts_of_episodes_at_one_state():
+    log = PrefetchLog()
+    result = prefetch_rollout(log, mode="parallel", k=3).run(range(5))
+    # turn 0's first agent: the 3 episodes of each task start as clones of one env
+    assert [state for state, _ in log.calls[:5]] == [(t, 0, "caller") for t in range(5)]
+    stepped = defaultdict(list)
+    for state, text, hit in log.steps:
+        stepped[state].append((text, hit))
+    for state, texts in log.calls:
+        assert len(texts) >= 2 and sorted(texts) == sorted(t for t, _ in stepped[state])
+    # a text was prefetched exactly when another episode of its task stepped from that state
+    for state, steps in stepped.items():
+        assert all(hit == (len(steps) > 1) for _, hit in steps), state
+    assert len(log.steps) == len(result.samples)
+
+
+def test_one_candidate_per_root_prefetches_nothing():
+    log = PrefetchLog()
+    prefetch_rollout(log, k=1).run(range(4))  # as evaluation runs: nothing to pool
+    assert log.steps and not log.calls
+
+
+BFS_FROM_STDIN = """```python
+import sys
+from collections import deque
+
+rows = sys.stdin.read().strip("\\n").split("\\n")
+for r, line in enumerate(rows):
+    for c, ch in enumerate(line):
+        if ch == "A":
+            start = (r, c)
+        if ch == "G":
+            goal = (r, c)
+steps = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
+came = {start: None}
+queue = deque([start])
+while queue:
+    cell = queue.popleft()
+    if cell == goal:
+        break
+    for move, (dr, dc) in steps.items():
+        r, c = cell[0] + dr, cell[1] + dc
+        if 0 <= r < len(rows) and 0 <= c < len(rows[r]) and rows[r][c] != "#":
+            if (r, c) not in came:
+                came[r, c] = (cell, move)
+                queue.append((r, c))
+moves = []
+while came[cell]:
+    cell, move = came[cell]
+    moves.append(move)
+print("####", ", ".join(reversed(moves)))
+```"""
+TOOL_TEXTS = [BFS_FROM_STDIN, '```python\nprint("#### R")\n```', "Go right, I think."]
+PLANNER_TEXTS = ["#### U", "#### L", "no idea"]
+
+
+class CodeCandidates(ScriptedEngine):
+    """The i-th candidate of a K=3 group: the i-th tool program or planner answer above."""
+
+    def generate(self, prompts, params, seed=None):
+        out = []
+        for i, p in enumerate(prompts):
+            tool = "Python program" in TOKENIZER.decode(p)
+            text = (TOOL_TEXTS if tool else PLANNER_TEXTS)[i % 3]
+            ids = [*list(text.encode()), EOS]
+            out.append(Completion(ids, [0.0] * len(ids), "stop"))
+        return out
+
+
+def test_code_env_tree_rollout_reads_the_prefetched_programs(monkeypatch):
+    import mas_envs
+    from mas_envs import sandbox
+
+    def play(prefetch):
+        rollout = TreeRollout(
+            lambda: mas_envs.make("mas/PlanPathCode-v0"),
+            {"p": CodeCandidates()},
+            TOKENIZER,
+            {"tool": "p", "planner": "p"},
+            k=3,
+            params=SamplingParams(max_tokens=1024),
+            prefetch=prefetch,
+        )
+        res = rollout.run(list(mas_envs.make("mas/PlanPathCode-v0").task_ids("train")[:2]))
+        return [(s.group, s.reward, s.info) for s in res.samples]
+
+    pooled = []
+    real_many = sandbox.run_many
+    monkeypatch.setattr(
+        sandbox, "run_many", lambda jobs, **kw: pooled.append(len(jobs)) or real_many(jobs, **kw)
+    )
+    without = play(prefetch=False)
+    assert not pooled  # each clone ran its own program
+
+    def no_single_runs(*args, **kwargs):
+        raise AssertionError("a clone ran a program the rollout should have prefetched")
+
+    monkeypatch.setattr(sandbox, "run_python", no_single_runs)
+    with_prefetch = play(prefetch=True)
+    tool_steps = {g for g, _, _ in with_prefetch if g[2] == "tool"}
+    # at most one pooled call per tool step, running its 2 programs (none when a step's grid was
+    # seen before in that root: the programs' results are cached already)
+    assert pooled and set(pooled) == {2} and len(pooled) <= len(tool_steps)
+    assert with_prefetch == without
+    verdicts = [info["verdict"] for g, _, info in with_prefetch if g[2] == "tool"]
+    assert verdicts.count("ok") == 2 * len(tool_steps)
+    assert any(r > 1.0 for g, r, _ in with_prefetch if g[2] == "tool")  # the BFS finds the goal

@@ -15,7 +15,14 @@ import pytest
 import mas_envs
 from mas_envs.code import judge as judge_mod
 from mas_envs.code.env import CodeEnv
-from mas_envs.code.judge import Case, Request, outputs_match, run_requests, values_match
+from mas_envs.code.judge import (
+    Case,
+    Limits,
+    Request,
+    outputs_match,
+    run_requests,
+    values_match,
+)
 from mas_envs.code.problems import (
     Problem,
     ProblemFormatError,
@@ -704,3 +711,187 @@ def test_each_split_from_its_own_file():
         CodeEnv(problems={"train": FIXTURES / "apps.jsonl", "test": FIXTURES / "apps.jsonl"})
     with pytest.raises(ValueError, match="maps splits"):
         CodeEnv(problems={"dev": FIXTURES / "apps.jsonl"})
+
+
+# ---------------------------------------------------------------------------- test isolation
+
+# A hostile program that, on every test, stashes its own input wherever it can (files, a
+# background process, System V shared memory) and looks for other tests' inputs wherever it can
+# (the harness's objects and frames, its own memory, other processes' files and memory, the
+# stash). It prints what it found that is not its own input. Each probe is a separate program,
+# so a failure names the way in.
+_HOSTILE = r"""
+import ctypes, gc, glob, os, re, socket, sys, time
+PROBE = {probe!r}
+MINE = sys.stdin.read().strip()
+PAT = re.compile(rb"SEC" rb"RET-[0-9a-f]{{8}}")
+found = set()
+# A process that switched uid is not dumpable: its /proc files belong to root. Undo that.
+ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+
+def scan(blob):
+    if isinstance(blob, str):
+        blob = blob.encode("utf-8", "replace")
+    found.update(m.decode() for m in PAT.findall(blob))
+
+def read_fd_path(path):
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        os.lseek(fd, 0, 0)
+    except OSError:
+        pass
+    try:
+        scan(os.read(fd, 1 << 22))
+    except OSError:
+        pass
+    os.close(fd)
+
+def scan_mem(pid):
+    try:
+        maps = open(f"/proc/{{pid}}/maps").read().splitlines()
+        mem = open(f"/proc/{{pid}}/mem", "rb", buffering=0)
+    except OSError:
+        return
+    for line in maps:
+        addr, perms = line.split()[:2]
+        if not perms.startswith("r") or "[vvar" in line or "[vsyscall" in line:
+            continue
+        lo, hi = (int(x, 16) for x in addr.split("-"))
+        if hi - lo > 1 << 28:
+            continue
+        try:
+            mem.seek(lo)
+            scan(mem.read(hi - lo))
+        except (OSError, ValueError, OverflowError):
+            pass
+
+if PROBE == "objects":
+    for o in gc.get_objects():
+        try:
+            scan(repr(o)[:1 << 20])
+        except Exception:
+            pass
+    f = sys._getframe()
+    while f is not None:
+        scan(repr(f.f_locals)[:1 << 20])
+        f = f.f_back
+elif PROBE == "memory":
+    scan_mem("self")
+elif PROBE == "proc":
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            for path in glob.glob(f"/proc/{{pid}}/fd/*"):
+                read_fd_path(path)
+            read_fd_path(f"/proc/{{pid}}/environ")
+            read_fd_path(f"/proc/{{pid}}/cmdline")
+            scan_mem(pid)
+elif PROBE == "files":
+    for d in (os.getcwd(), "/tmp", "/dev/shm"):
+        for path in glob.glob(d + "/leak-*"):
+            read_fd_path(path)
+    for d in (os.getcwd(), "/tmp", "/dev/shm"):
+        try:
+            with open(f"{{d}}/leak-{{os.getpid()}}", "w") as fh:
+                fh.write(MINE)
+        except OSError:
+            pass
+elif PROBE == "process":
+    try:
+        names = [l.split()[-1] for l in open("/proc/net/unix").read().splitlines()[1:]]
+    except OSError:
+        names = []
+    for name in names:
+        if name.startswith("@leak-"):
+            s = socket.socket(socket.AF_UNIX)
+            s.settimeout(0.5)
+            try:
+                s.connect("\0" + name[1:])
+                scan(s.recv(4096))
+            except OSError:
+                pass
+            s.close()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            for fd in range(256):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+            srv = socket.socket(socket.AF_UNIX)
+            srv.bind(f"\0leak-{{os.getpid()}}")
+            srv.listen(8)
+            srv.settimeout(5)
+            try:
+                while True:
+                    c, _ = srv.accept()
+                    c.sendall(MINE.encode())
+                    c.close()
+            except OSError:
+                pass
+        os._exit(0)
+    os.wait()
+elif PROBE == "sysv":
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.shmat.restype = ctypes.c_void_p
+    for key in range(0x5EC0, 0x5EC0 + 16):
+        sid = libc.shmget(key, 0, 0)
+        if sid >= 0:
+            addr = libc.shmat(sid, None, 0)
+            if addr not in (None, ctypes.c_void_p(-1).value):
+                scan(ctypes.string_at(addr, 64))
+    for key in range(0x5EC0, 0x5EC0 + 16):
+        sid = libc.shmget(key, 4096, 0o1600 | 0o2000)  # IPC_CREAT | IPC_EXCL
+        if sid >= 0:
+            addr = libc.shmat(sid, None, 0)
+            if addr not in (None, ctypes.c_void_p(-1).value):
+                ctypes.memmove(addr, MINE.encode().ljust(64), 64)
+            break
+print(" ".join(sorted(found - {{MINE}})) or "nothing")
+"""
+_PROBES = ("objects", "memory", "proc", "files", "process", "sysv")
+
+
+@pytest.mark.parametrize("probe", _PROBES)
+def test_a_program_sees_no_other_test_input(probe):
+    # Hidden tests first, then a visible (tester) case, in one request, as the coder's step
+    # sends them: what the program prints on the visible case reaches the prompt.
+    secrets = [f"SECRET-{i:08x}" for i in (0xA11CE, 0xB0B, 0xC0FFEE, 0xD00D)]
+    hidden = tuple(Case("stdio", s + "\n", "x") for s in secrets)
+    cases = (*hidden, Case("stdio", "VISIBLE\n", "x"))
+    program = _HOSTILE.format(probe=probe) + f"# {probe} {time.time()}\n"
+    results = run_requests([Request(program, cases)], Limits(timeout_s=5.0))[0]
+    outputs = [r.output.strip() for r in results]
+    for case, res, out in zip(cases, results, outputs, strict=True):
+        assert res.status in ("wrong", "pass"), (probe, res)
+        leaked = [s for s in secrets if s in out and s not in case.input]
+        assert not leaked, f"probe {probe!r}: the run on {case.input.strip()!r} saw {leaked}"
+
+
+def test_a_function_sees_no_other_test_argument():
+    # call tests: the arguments reach the child on their own file; scan its whole memory.
+    program = (
+        "import ctypes, re\n"
+        "def f(mine):\n"
+        "    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+        "    found = set()\n"
+        "    mem = open('/proc/self/mem', 'rb', buffering=0)\n"
+        "    for line in open('/proc/self/maps').read().splitlines():\n"
+        "        addr, perms = line.split()[:2]\n"
+        "        lo, hi = (int(x, 16) for x in addr.split('-'))\n"
+        "        if perms[0] == 'r' and hi - lo < 1 << 28 and 'vsyscall' not in line:\n"
+        "            try:\n"
+        "                mem.seek(lo)\n"
+        "                found.update(re.findall(rb'SEC' rb'RET-[0-9a-f]{8}', mem.read(hi - lo)))\n"
+        "            except (OSError, ValueError, OverflowError):\n"
+        "                pass\n"
+        "    return sorted(m.decode() for m in found if m.decode() != mine)\n"
+        f"# {time.time()}\n"
+    )
+    secrets = [f"SECRET-{i:08x}" for i in (0xA11CE, 0xB0B, 0xC0FFEE)]
+    cases = tuple(Case("call", repr((s,)), "[]") for s in secrets)
+    results = run_requests([Request(program, cases, "f")], Limits(timeout_s=5.0))[0]
+    assert [r.status for r in results] == ["pass"] * 3, results

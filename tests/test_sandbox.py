@@ -470,6 +470,10 @@ calls = {
     "mount": lambda: libc.mount(b"none", b"/tmp", b"tmpfs", 0, None),
     "bpf": lambda: libc.syscall(321, 0, None, 0),
     "io_uring": lambda: libc.syscall(425, 8, None),
+    "shmget": lambda: libc.shmget(0x5EC0, 4096, 0o1600),
+    "semget": lambda: libc.semget(0x5EC0, 1, 0o1600),
+    "msgget": lambda: libc.msgget(0x5EC0, 0o1600),
+    "mq_open": lambda: libc.syscall(240, b"leak", 0o100 | 2, 0o600, None),
 }
 for name, call in calls.items():
     ctypes.set_errno(0)
@@ -483,7 +487,7 @@ def test_seccomp_refuses_namespaces_tracing_and_mounts():
     res = run_python(SYSCALLS)
     assert res.verdict == Verdict.ok, res.stderr
     lines = dict(line.split(" ", 1) for line in res.stdout.splitlines())
-    assert len(lines) == 8
+    assert len(lines) == 12
     for name, outcome in lines.items():
         expected = "Function not implemented" if name == "clone3" else "Operation not permitted"
         assert outcome == f"-1 {expected}", (name, outcome)

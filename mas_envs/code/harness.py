@@ -1,25 +1,43 @@
-"""The test harness that runs inside the sandbox: one program, many test cases, one process.
+"""The test harness that runs inside the sandbox: one program, many test cases, one sandbox run.
 
 This file is *source*: :mod:`mas_envs.code.judge` sends its text to the sandbox as the program to
-run, with a JSON spec on stdin. It is also importable (its functions are pure Python), which keeps
+run, with the spec on stdin. It is also importable (its functions are pure Python), which keeps
 it linted and lets tests read it, but the env never executes it in its own process.
 
-Why one sandbox process per batch: starting an isolated interpreter costs tens of milliseconds,
+Why one sandbox run per batch: starting an isolated interpreter costs tens of milliseconds,
 a problem has 10-50 hidden tests, and a training step runs thousands of programs. The harness
 compiles the program once and forks one child per test (fresh globals, per-test wall-clock timeout
 that kills the child's process group, ``sys.exit``/``os._exit`` allowed, stdin from a file so
 ``open(0)`` and ``sys.stdin.buffer`` work as in a judge).
 
-Expected outputs never enter the sandbox for ``stdio`` and ``call`` tests: the harness only reports
-what the program printed or returned, and the env compares in its own process. So a program that
-tampers with the harness can only forge its own outputs, which it could print anyway. ``script``
-tests (HumanEval asserts that are not a plain ``f(literal) == literal``) run their assert next to
-the program, as HumanEval's own harness does; the function's return values are first converted to
-plain built-in types, so an object whose ``__eq__`` always says ``True`` does not pass.
+Tests are isolated from each other: the program, running on one test, cannot learn another
+test's input (a hidden test's input must never reach the prompt through what the program prints
+on a visible case), nor its result:
 
-Spec (stdin, JSON): ``{"program": str, "fn_name": str|null, "setup": str, "timeout": float,
-"max_timeouts": int, "tests": [{"kind": "stdio"|"call"|"script", "input": str, "cap": int}]}``
-(``cap``: bytes of output allowed for that test).
+* Children are forked by a *zygote*, a process forked before the harness reads any test, so no
+  child's memory holds another test (not even freed bytes a scan of ``/proc/self/mem`` could
+  find). The harness hands a child only its own input, as a fresh anonymous file, with its
+  output pipes, over a Unix socket (file descriptors, never test text, reach the zygote).
+* The harness itself, which holds every test, is not dumpable: a child, running as the same user,
+  cannot open its ``/proc/<pid>/fd`` (the spec's stdin), ``mem`` or ``environ``; the sandbox's
+  seccomp filter refuses ``ptrace`` and ``process_vm_readv``.
+* Nothing a child leaves behind survives into the next test: the harness is the subreaper of
+  every process a child starts, and after each test kills them all (a process that called
+  ``setsid`` included); in the sandbox's private file systems it empties the working
+  directory, ``/tmp`` and ``/dev/shm``; the sandbox's seccomp filter refuses System V IPC and
+  POSIX message queues (kernel objects that outlive their creator).
+
+Expected outputs never enter the sandbox for ``stdio`` and ``call`` tests: the harness only reports
+what the program printed or returned, and the env compares in its own process. ``script`` tests
+(HumanEval asserts that are not a plain ``f(literal) == literal``) run their assert next to the
+program, as HumanEval's own harness does; the function's return values are first converted to
+plain built-in types, so an object whose ``__eq__`` always says ``True`` does not pass. (Such an
+assert's expected values are in the child that runs it; only that one test's.)
+
+Spec (stdin): a header line with the byte length of the JSON that follows it, ``{"program": str,
+"fn_name": str|null, "setup": str, "timeout": float, "max_timeouts": int}``; then, read only after
+the zygote exists, the tests as JSON: ``[{"kind": "stdio"|"call"|"script", "input": str,
+"cap": int}]`` (``cap``: bytes of output allowed for that test).
 Output: one line per test, ``@@R <json>`` with ``i``, ``status`` (``ok``, ``error``, ``timeout``,
 ``output_limit``, ``skipped``), ``out`` (stdout text; for ``call`` the ``repr`` of the plain return
 value) and ``err`` (the tail of stderr or the error message).
@@ -33,6 +51,7 @@ import json
 import os
 import select
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -40,6 +59,12 @@ from typing import Any
 
 MARK = "@@R "
 ERR_TAIL = 2000
+SANDBOX_DIRS = ("/sandbox", "/tmp", "/dev/shm")
+"""The sandbox's private, writable file systems (bubblewrap's tmpfs mounts; see modes.py)."""
+ZYGOTE_LOST = "the harness's fork server died (the program killed it?); test not run"
+
+_PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 
 
 def plain(value: Any, depth: int = 0) -> Any:
@@ -69,28 +94,40 @@ def _resolve(ns: dict[str, Any], fn_name: str) -> Any:
     raise NameError(f"the program does not define a function named {fn_name!r}")
 
 
-def _child(code: Any, test: dict[str, Any], spec: dict[str, Any], res_fd: int) -> None:
-    """Runs in the forked child; never returns."""
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# ---------------------------------------------------------------------------- the child
+
+
+def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]) -> None:
+    """Runs in the forked child (fds 0-2 already its own); never returns."""
     status = 0
     try:
         os.setpgid(0, 0)
+        # call/script input: read, then closed, before the program runs.
+        text = _read_all(data_fd).decode("utf-8", "replace")
+        os.close(data_fd)
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
-        kind = test["kind"]
         name = "__main__" if kind == "stdio" else "__solution__"
         ns: dict[str, Any] = {"__name__": name, "__builtins__": __builtins__}
         exec(code, ns)
         if kind == "call":
             fn = _resolve(ns, spec["fn_name"])
-            result = repr(plain(fn(*ast.literal_eval(test["input"]))))
+            result = repr(plain(fn(*ast.literal_eval(text))))
             sys.stdout.flush()
             os.write(res_fd, result.encode("utf-8", "replace"))
         elif kind == "script":
             inner = _resolve(ns, spec["fn_name"])
             ns["candidate"] = lambda *a, **k: plain(inner(*a, **k))
             exec(spec.get("setup") or "", ns)
-            exec(test["input"], ns)
+            exec(text, ns)
             os.write(res_fd, b"ok")
     except SystemExit as e:
         if e.code not in (None, 0):
@@ -109,28 +146,206 @@ def _child(code: Any, test: dict[str, Any], spec: dict[str, Any], res_fd: int) -
     os._exit(status)
 
 
-def run_one(code: Any, test: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
-    """Run one test in a forked child; return its status, output and error tail."""
+# ---------------------------------------------------------------------------- the zygote
+
+
+def _zygote(sock: socket.socket, code: Any, spec: dict[str, Any]) -> None:
+    """Fork one child per request on ``sock``; report its pid, then its wait status. Never returns.
+
+    A request is the test's kind and five file descriptors: stdin, data (the call/script input),
+    stdout, stderr and result. The zygote never sees a test's text.
+    """
+    try:
+        while True:
+            msg, fds, _, _ = socket.recv_fds(sock, 64, 5)
+            if not msg or len(fds) != 5:
+                break
+            kind = msg.decode()
+            pid = os.fork()
+            if pid == 0:
+                sock.close()
+                for target, fd in enumerate(fds[:3]):
+                    os.dup2(fd, target)
+                for fd in fds[:3]:
+                    os.close(fd)
+                _child(code, kind, fds[3], fds[4], spec)
+            with contextlib.suppress(OSError):
+                os.setpgid(pid, pid)  # also done by the child: whichever runs first
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(b"P%d\n" % pid)
+            _, wstatus = os.waitpid(pid, 0)
+            sock.sendall(b"W%d\n" % wstatus)
+    except BaseException:
+        pass
+    os._exit(0)
+
+
+class _Zygote:
+    """The harness's end of the zygote: start a test's child, learn how it ended."""
+
+    def __init__(self, code: Any, spec: dict[str, Any]) -> None:
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            parent.close()
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)  # the spec's stdin, with every test, must not stay open here
+            os.close(null)
+            _zygote(child, code, spec)
+        child.close()
+        self.pid = pid
+        self.sock = parent
+        self.buf = b""
+
+    def _line(self, deadline: float) -> bytes | None:
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(256)
+            except OSError:
+                return None
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def start(self, kind: str, fds: list[int], timeout: float) -> int | None:
+        """The pid of a new child running a ``kind`` test on ``fds`` (``None``: zygote died)."""
+        try:
+            socket.send_fds(self.sock, [kind.encode()], fds)
+        except OSError:
+            return None
+        line = self._line(time.monotonic() + timeout + 5.0)
+        return int(line[1:]) if line and line[:1] == b"P" else None
+
+    def wait(self, timeout: float) -> int | None:
+        """The wait status of the child started last (``None``: the zygote died or hung)."""
+        line = self._line(time.monotonic() + timeout)
+        return int(line[1:]) if line and line[:1] == b"W" else None
+
+
+# ---------------------------------------------------------------------------- the harness
+
+
+def _memfd(data: bytes) -> int:
+    fd = os.memfd_create("harness-input") if hasattr(os, "memfd_create") else _tmpfile()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def _tmpfile() -> int:  # pragma: no cover - not Linux
+    import tempfile
+
+    fd, path = tempfile.mkstemp()
+    os.unlink(path)
+    return fd
+
+
+def _children() -> set[int]:
+    """Pids of this process's children (orphans of the tests come here: we are the subreaper)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/{me}/task/{me}/children") as f:
+            return {int(p) for p in f.read().split()}
+    except OSError:
+        pass
+    kids = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            if int(stat[stat.rfind(")") + 2 :].split()[1]) == me:
+                kids.add(int(entry))
+    return kids
+
+
+def _sweep(keep: int) -> None:
+    """Kill every process a test left behind (all our children but ``keep``, the zygote)."""
+    for _ in range(10_000):  # each round kills one generation; process limits bound it
+        kids = _children() - {keep}
+        if not kids:
+            return
+        for pid in kids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in kids:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+
+def _empty(path: str) -> None:
+    """Remove everything inside ``path`` (never following symlinks; fixing modes a test set)."""
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                with contextlib.suppress(OSError):
+                    os.chmod(entry.path, 0o700)
+                _empty(entry.path)
+                os.rmdir(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass
+
+
+def _private_dirs() -> list[str]:
+    """The writable places a test could leave data in for the next one.
+
+    In bubblewrap (cwd ``/sandbox``, a fresh pid namespace) ``/sandbox``, ``/tmp`` and
+    ``/dev/shm`` are this run's own tmpfs mounts. In the rlimits fallback only the working
+    directory is private (``/tmp`` is the host's: never touched).
+    """
+    cwd = os.getcwd()
+    if cwd == SANDBOX_DIRS[0] and os.getpid() < 16:
+        return list(SANDBOX_DIRS)
+    return [cwd]
+
+
+def _harden() -> None:
+    """Make this process unreadable by the tests (not dumpable) and their orphans' reaper."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:  # pragma: no cover - no ctypes: the uid switch already clears dumpable
+        pass
+
+
+def run_one(
+    zygote: _Zygote, test: dict[str, Any], spec: dict[str, Any], dirs: list[str]
+) -> dict[str, Any]:
+    """Run one test in a child of the zygote; return its status, output and error tail."""
     timeout, cap = float(spec["timeout"]), int(test["cap"])
-    in_path = "harness_stdin.txt"
-    with open(in_path, "wb") as f:
-        f.write(test["input"].encode("utf-8") if test["kind"] == "stdio" else b"")
-    in_fd = os.open(in_path, os.O_RDONLY)
+    kind = test["kind"]
+    text = test["input"].encode("utf-8", "surrogatepass")
+    in_fd = _memfd(text if kind == "stdio" else b"")
+    data_fd = _memfd(b"" if kind == "stdio" else text)
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, result
-    pid = os.fork()
-    if pid == 0:
-        os.dup2(in_fd, 0)
-        os.dup2(pipes[0][1], 1)
-        os.dup2(pipes[1][1], 2)
-        for r, w in pipes:
+    sent = [in_fd, pipes[0][1], pipes[1][1], data_fd, pipes[2][1]]
+    pid = zygote.start(kind, sent, timeout)
+    for fd in sent:
+        os.close(fd)
+    if pid is None:
+        for r, _ in pipes:
             os.close(r)
-            if w != pipes[2][1]:
-                os.close(w)
-        os.close(in_fd)
-        _child(code, test, spec, pipes[2][1])
-    os.close(in_fd)
-    for _, w in pipes:
-        os.close(w)
+        return {"status": "error", "out": "", "err": ZYGOTE_LOST}
     fds = {pipes[0][0]: 0, pipes[1][0]: 1, pipes[2][0]: 2}
     bufs = [bytearray(), bytearray(), bytearray()]
     status = ""
@@ -154,17 +369,27 @@ def run_one(code: Any, test: dict[str, Any], spec: dict[str, Any]) -> dict[str, 
                 status = "output_limit"
         if status:
             break
+    if not status:
+        # Its pipes are closed; it may still run (it closed them itself): wait to the deadline.
+        wstatus = zygote.wait(max(0.0, deadline - time.monotonic()))
+        if wstatus is None:
+            status = "timeout"
     if status:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
+        wstatus = zygote.wait(5.0)
     for fd in list(fds):
         os.close(fd)
-    _, wstatus = os.waitpid(pid, 0)
-    out = bytes(bufs[2] if test["kind"] != "stdio" else bufs[0])[:cap]
+    _sweep(zygote.pid)
+    for path in dirs:
+        _empty(path)
+    if wstatus is None:
+        return {"status": "error", "out": "", "err": ZYGOTE_LOST}
+    out = bytes(bufs[2] if kind != "stdio" else bufs[0])[:cap]
     err = bytes(bufs[1][-ERR_TAIL:]).decode("utf-8", "replace")
     if not status:
         ok = os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0
-        if ok and test["kind"] != "stdio" and not bufs[2]:
+        if ok and kind != "stdio" and not bufs[2]:
             ok = False
             err = err or "the function returned nothing readable"
         if not ok and os.WIFSIGNALED(wstatus):
@@ -178,25 +403,52 @@ def run_one(code: Any, test: dict[str, Any], spec: dict[str, Any]) -> dict[str, 
     return {"status": status, "out": out.decode("utf-8", "replace"), "err": err}
 
 
+def _read_header() -> dict[str, Any]:
+    # Byte by byte up to the newline, then exactly the header: nothing of the tests is read yet.
+    size = b""
+    while (ch := os.read(0, 1)) not in (b"\n", b""):
+        size += ch
+    want = int(size)
+    raw = bytearray()
+    while len(raw) < want:
+        chunk = os.read(0, want - len(raw))
+        if not chunk:
+            break
+        raw += chunk
+    return json.loads(raw.decode("utf-8"))
+
+
 def main() -> None:
-    spec = json.loads(sys.stdin.buffer.read().decode("utf-8"))
+    spec = _read_header()
     emit = sys.stdout.write
     try:
         code = compile(spec["program"], "<program>", "exec")
     except BaseException as e:
         msg = "".join(traceback.format_exception_only(type(e), e))[-ERR_TAIL:]
-        for i in range(len(spec["tests"])):
+        tests = json.loads(_read_all(0).decode("utf-8"))
+        for i in range(len(tests)):
             emit(MARK + json.dumps({"i": i, "status": "error", "out": "", "err": msg}) + "\n")
         return
+    _harden()
+    dirs = _private_dirs()
+    for path in dirs:
+        _empty(path)
+    sys.stdout.flush()
+    zygote = _Zygote(code, spec)
+    # Only now, with the zygote forked, do the tests enter this process.
+    tests = json.loads(_read_all(0).decode("utf-8"))
+    os.close(0)
     timeouts = 0
-    for i, test in enumerate(spec["tests"]):
+    for i, test in enumerate(tests):
         if timeouts >= spec["max_timeouts"]:
             res = {"status": "skipped", "out": "", "err": f"not run: {timeouts} earlier timeouts"}
         else:
-            res = run_one(code, test, spec)
+            res = run_one(zygote, test, spec, dirs)
             timeouts += res["status"] == "timeout"
         emit(MARK + json.dumps({"i": i, **res}) + "\n")
         sys.stdout.flush()
+    zygote.sock.close()
+    _sweep(-1)
 
 
 if __name__ == "__main__":

@@ -277,6 +277,12 @@ def _parse_report(stdout: str, n: int) -> dict[int, tuple[str, str, str]]:
     return found
 
 
+def _harness_stdin(head: dict[str, Any], tests: list[dict[str, Any]]) -> str:
+    """The harness's spec: the header's length, the header, then the tests (harness.py)."""
+    header = json.dumps(head, ensure_ascii=True)  # ASCII: its length in bytes is len()
+    return f"{len(header)}\n{header}{json.dumps(tests, ensure_ascii=True)}"
+
+
 def run_requests(
     requests: Sequence[Request], limits: Limits = Limits()
 ) -> list[tuple[CaseResult, ...]]:
@@ -334,21 +340,19 @@ def _run_batches(
         ) from e
     jobs = []
     for _, req, batch in todo:
-        spec = {
+        head = {
             "program": req.program,
             "fn_name": req.fn_name,
             "setup": req.setup,
             "timeout": limits.timeout_s,
             "max_timeouts": limits.max_timeouts,
-            "tests": [
-                {"kind": c.kind, "input": c.input, "cap": case_cap(c, limits)} for _, c in batch
-            ],
         }
+        tests = [{"kind": c.kind, "input": c.input, "cap": case_cap(c, limits)} for _, c in batch]
         wall = limits.timeout_s * (limits.max_timeouts + 0.25 * len(batch)) + 5.0
         jobs.append(
             Job(
                 code=HARNESS_SOURCE,
-                stdin=json.dumps(spec, ensure_ascii=True),
+                stdin=_harness_stdin(head, tests),
                 timeout_s=wall,
                 memory_mb=limits.memory_mb,
             )

@@ -442,3 +442,38 @@ def test_kept_prompt_equals_the_rebuilt_one(mode):
             env.step(text)
             saw_blocked = saw_blocked or bool(env._blocked)
     assert saw_blocked  # the starred history was exercised
+
+
+@pytest.mark.parametrize("mode", ["mas", "single"])
+def test_one_move_fast_path_agrees_with_the_general_path(mode):
+    # "#### U" (the numeric view's answers) takes PlanPathEnv._make_move; "#### up" is the same
+    # move through the general parser and grid.run_moves. Both must give the same rewards,
+    # infos, prompts and endings, through blocked moves, the goal and the shortest-path bonus.
+    words = {"U": "up", "D": "down", "L": "left", "R": "right"}
+    rng = np.random.default_rng(3)
+    saw = {"blocked": False, "goal": False, "bonus": False}
+    for seed in range(40):
+        fast = PlanPathEnv(rows=4, cols=5, wall_prob=0.3, mode=mode, max_turns=12)
+        fast.reset(seed=seed)
+        slow = fast.clone()
+        while fast.agents and not fast.terminations[fast.agent_selection]:
+            if fast.truncations[fast.agent_selection]:
+                break
+            agent = fast.agent_selection
+            if rng.random() < 0.5 and agent == "planner":
+                move = fast.oracle_action()[5:6] or "U"
+            else:
+                move = "UDLR"[int(rng.integers(4))]
+            fast.step(f"#### {move}")
+            slow.step(f"#### {words[move]}")
+            assert fast.rewards == slow.rewards
+            assert fast.infos == slow.infos
+            assert fast.terminations == slow.terminations
+            assert fast.truncations == slow.truncations
+            for a in fast.possible_agents:
+                assert fast.observe(a) == slow.observe(a)
+            info = fast.infos[agent]
+            saw["blocked"] |= agent == "planner" and bool(fast._blocked)
+            saw["goal"] |= info["success"]
+            saw["bonus"] |= info["success"] and info["local_reward"] > 1.2
+    assert all(saw.values()), saw

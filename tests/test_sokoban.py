@@ -491,3 +491,50 @@ def test_player_region_is_one_puzzle_however_far_the_player_walked():
     assert region == 8  # row 1, column 1: the smallest reachable cell
     assert player_region(walked.board, walked.player, walked.boxes) == region
     assert player_region(walled.board, walled.player, walled.boxes) == 11  # only (1, 4)
+
+
+@pytest.mark.parametrize("mode", ["mas", "single"])
+def test_cached_prompt_equals_the_rebuilt_one(mode):
+    # The env builds its prompt from cached pieces (per turn, per state of the level) and a moves
+    # line it appends to; prompts.build_prompt rebuilds it from the whole state. They must agree
+    # after every step, through failed moves, unparsed answers, stuck boxes, clones and resets.
+    from mas_envs.sokoban import prompts
+
+    env = SokobanEnv(width=6, height=6, boxes=2, mode=mode, max_turns=8)
+    rng = np.random.default_rng(5)
+    texts = ["#### U", "#### L", "#### D, D, R", "no moves", "#### R, R, R, R, U, U", "#### UL"]
+    saw = {"note": False, "stuck": False, "made": False}
+    for seed in range(16):
+        env.reset(seed=seed)
+        while env.agents:
+            board = env.board
+            assert board is not None
+            row, col = divmod(env.player, board.width)
+            for agent in env.agents:
+                expected = prompts.build_prompt(
+                    agent,
+                    board.render(env.player, env.boxes),
+                    min(env.turn + 1, env.max_turns),
+                    env.max_turns,
+                    len(env.boxes & board.goals),
+                    len(env.boxes),
+                    row,
+                    col,
+                    env.made,
+                    env.note[agent == "tool"],
+                    not board.dead.isdisjoint(env.boxes),
+                    env.proposal if agent == "planner" and mode == "mas" else None,
+                )
+                assert env.observe(agent)["prompt"] == expected
+                saw["note"] |= bool(env.note[0])
+                saw["stuck"] |= "Warning: a box is stuck" in expected
+                saw["made"] |= len(env.made) > 1
+            if env.terminations[env.agent_selection] or env.truncations[env.agent_selection]:
+                break
+            text = texts[int(rng.integers(len(texts)))]
+            if rng.random() < 0.3:
+                text = env.random_action(rng)
+            if rng.random() < 0.3:
+                env = env.clone()  # type: ignore[assignment]
+            env.step(text)
+    assert all(saw.values()), saw

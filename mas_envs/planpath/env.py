@@ -105,6 +105,10 @@ from mas_envs.planpath import grid, prompts
 __all__ = ["PlanPathEnv"]
 
 _NUMERIC_TEXT = tuple(f"#### {m}" for m in grid.MOVES)
+_ONE_MOVE = {text: move for text, move in zip(_NUMERIC_TEXT, grid.MOVES, strict=True)}
+"""The canonical one-move answers (what the numeric view sends), for :meth:`_make_move`."""
+_SHOWN = {move: (move, move + "*") for move in grid.MOVES}
+"""A move as the history line shows it: made, blocked."""
 _CELL_PX = 16
 
 
@@ -178,6 +182,9 @@ class PlanPathEnv(TextEnv):
         # static data of the level, so a new dict per level, shared by clones.
         self._history = prompts.NO_HISTORY
         self._heads: dict[int, str] = {}
+        # Static per config (shared by clones): each cell's (row, col), the prompt's turn lines.
+        self._positions = tuple(divmod(cell, cols) for cell in range(rows * cols))
+        self._tails: dict[int, str] = {}
         # tool_mode="code": the tool's latest program and what it printed (immutable).
         self._program: programs.ToolProgram | None = None
 
@@ -214,9 +221,13 @@ class PlanPathEnv(TextEnv):
     def _apply(self, agent: str, text: str) -> OutcomeFields:
         # The parsed paths return Outcome's fields as a plain tuple (base.OutcomeFields): the
         # hot path of rollouts, where a NamedTuple costs four times a tuple to build.
-        if self._runner is not None and agent == "tool":
-            return self._apply_program(text)
         is_tool = agent == "tool"
+        if not is_tool:
+            move = _ONE_MOVE.get(text)
+            if move is not None:
+                return self._make_move(move)
+        elif self._runner is not None:
+            return self._apply_program(text)
         moves = prompts.canonical_moves(text, self._max_moves)
         if moves is None:
             parsed = prompts.parse_answer(text, self._max_moves)
@@ -235,17 +246,47 @@ class PlanPathEnv(TextEnv):
             self._proposal = moves
             return (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
         if made:
-            self._history = prompts.extend_history(
-                self._history, self._moves, bool(self._blocked), made, blocked
-            )
+            self._history = prompts.extend_history(self._history, self._moves, made, blocked)
         if blocked:
             before = len(self._moves)
             self._blocked += tuple([before + i for i in blocked])  # a list: no generator
         self._cell = cell
         self._moves += made
-        info = {"position": divmod(cell, self.cols), "moves_made": len(made)}
+        info = {"position": self._positions[cell], "moves_made": len(made)}
         team = 1.0 if reached else 0.0
         return (reward, team, reached, reached, True, "", info)
+
+    def _make_move(self, move: str) -> OutcomeFields:
+        """The planner's answer is one move: :func:`grid.run_moves` and
+        :func:`prompts.extend_history` for a one-move list, inlined. A numeric-view step (one move
+        per action) takes this path; a test checks it against the general one."""
+        level = self._level
+        assert level is not None, "call reset() first"
+        cell = self._cell
+        nxt, reward = level.moves[cell][move]
+        before = len(self._moves)
+        self._moves += (move,)
+        shown = _SHOWN[move][nxt == cell]
+        self._history = f"{self._history}, {shown}" if before else prompts.HISTORY + shown
+        if nxt == cell:  # blocked: the agent stays put
+            self._blocked += (before,)
+            return (
+                reward,
+                0.0,
+                False,
+                False,
+                True,
+                "",
+                {"position": self._positions[cell], "moves_made": 1},
+            )
+        self._cell = nxt
+        info = {"position": self._positions[nxt], "moves_made": 1}
+        if nxt != level.goal:
+            return (reward, 0.0, False, False, True, "", info)
+        reward += grid.GOAL_REWARD
+        if before + 1 == level.optimum:
+            reward += grid.OPTIMAL_BONUS
+        return (reward, 1.0, True, True, True, "", info)
 
     def _apply_program(self, text: str) -> Outcome:
         """``tool_mode="code"``: run the tool's program, score the moves it printed on a copy."""
@@ -309,24 +350,28 @@ class PlanPathEnv(TextEnv):
     def _prompt(self, agent: str) -> str:
         if self._runner is not None:
             return self._code_prompt(agent)
-        # prompts.prompt's text, from the cached head and the kept history line (the golden
-        # transcripts and a test check the two agree): the prompt is rebuilt after every step.
+        # prompts.prompt's text, from the cached head, the kept history line and the cached turn
+        # line (the golden transcripts and a test check the two agree): the prompt is rebuilt
+        # after every step.
         cell = self._cell
         head = self._heads.get(cell)
         if head is None:
             level = self._level
             assert level is not None, "call reset() first"
             head = self._heads[cell] = prompts.head(self._grid_text, self.cols, cell, level.goal)
-        turn, max_turns = self.turn, self.max_turns
-        if turn >= max_turns:
-            turn = max_turns - 1
+        turn = self.turn
+        tail = self._tails.get(turn)
+        if tail is None:
+            shown = min(turn, self.max_turns - 1) + 1
+            tail = self._tails[turn] = f"\nTurn {shown} of {self.max_turns}."
+        note = prompts.BLOCKED_NOTE if self._blocked else ""
         if self._mas and agent == "planner":
             return (
-                f"{head}{self._history}\nTurn {turn + 1} of {max_turns}.\n"
+                f"{head}{self._history}{note}{tail}\n"
                 f"Tool agent's proposal: {prompts.proposal_text(self._proposal)}\n"
                 f"{prompts.ANSWER_FORMAT}"
             )
-        return f"{head}{self._history}\nTurn {turn + 1} of {max_turns}.\n{prompts.ANSWER_FORMAT}"
+        return f"{head}{self._history}{note}{tail}\n{prompts.ANSWER_FORMAT}"
 
     def _code_prompt(self, agent: str) -> str:
         """``tool_mode="code"``: the plan-mode prompt with the tool's program in place of the

@@ -14,6 +14,9 @@ from mas_envs.spaces import clean_text
 
 __all__ = [
     "ANSWER_FORMAT",
+    "BLOCKED_NOTE",
+    "HISTORY",
+    "NO_HISTORY",
     "canonical_moves",
     "code_ask",
     "grid_text",
@@ -77,22 +80,20 @@ _NUM = tuple(map(str, range(_N)))
 
 NO_HISTORY = "Moves made so far: none"
 """The prompt's history line before any move is made."""
-_HISTORY = "Moves made so far: "
-_BLOCKED_NOTE = " (* = blocked, the agent stayed put)"
+HISTORY = "Moves made so far: "
+"""The history line's start, before the first move."""
+BLOCKED_NOTE = " (* = blocked, the agent stayed put)"
+"""Follows the history line once some move was blocked."""
 
 
 def extend_history(
-    line: str,
-    moves: tuple[str, ...],
-    had_blocked: bool,
-    made: tuple[str, ...],
-    blocked: tuple[int, ...],
+    line: str, moves: tuple[str, ...], made: tuple[str, ...], blocked: tuple[int, ...]
 ) -> str:
     """The history line after ``made`` (non-empty; ``blocked``: indices into it) follow ``moves``.
 
-    ``line`` is the history line of ``moves`` (``had_blocked``: some of them were blocked). The
-    env keeps the line this way, appending instead of rebuilding it from the whole history per
-    prompt; the text is :func:`prompt`'s.
+    ``line`` is the history line of ``moves`` without :data:`BLOCKED_NOTE` (the prompt adds the
+    note after it when some move was blocked). The env keeps the line this way, appending instead
+    of rebuilding it from the whole history per prompt; the text is :func:`prompt`'s.
     """
     if blocked:
         marked = list(made)
@@ -101,11 +102,7 @@ def extend_history(
         shown = ", ".join(marked)
     else:
         shown = ", ".join(made)
-    if moves:
-        shown = f"{line[: len(line) - len(_BLOCKED_NOTE)] if had_blocked else line}, {shown}"
-    else:
-        shown = _HISTORY + shown
-    return shown + _BLOCKED_NOTE if had_blocked or blocked else shown
+    return f"{line}, {shown}" if moves else HISTORY + shown
 
 
 def head(grid: str, cols: int, cell: int, goal: int) -> str:
@@ -137,9 +134,7 @@ def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
     for i in blocked:
         if 0 <= i < n and marked[i] is moves[i]:  # each index once, negative ones never
             marked[i] += "*"
-    shown = ", ".join(marked)
-    note = " (* = blocked, the agent stayed put)"
-    return f"Moves made so far: {shown}{note}"
+    return f"Moves made so far: {', '.join(marked)}{BLOCKED_NOTE}"
 
 
 def prompt(

@@ -88,13 +88,15 @@ from mas_envs.registry import GAME_SPLITS
 from mas_envs.sokoban import prompts
 from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields, player_region
 from mas_envs.sokoban.generate import generate_level
-from mas_envs.sokoban.prompts import NO_NOTE, build_prompt, failed_note, parse_answer, read_answer
+from mas_envs.sokoban.prompts import NO_NOTE, failed_note, parse_answer, read_answer
 from mas_envs.sokoban.render import render_rgb
 from mas_envs.sokoban.solver import solve
 
 __all__ = ["SokobanEnv"]
 
 _MOVES = ("U", "D", "L", "R")
+_ONE_MOVE: dict[str, tuple[str, ...]] = {f"#### {m}": (m,) for m in _MOVES}
+"""The canonical one-move answers (what the numeric view sends): parsed by one lookup."""
 _MIN_SIDE, _MAX_SIDE = 5, 16
 
 
@@ -165,6 +167,7 @@ class SokobanEnv(TextEnv):
         self._runner = runner if self.mode == "mas" else None
         texts = "code" if self._runner is not None else self.mode
         self._systems = {a: prompts.SYSTEM[texts, a] for a in self.possible_agents}
+        self._mas = self.mode == "mas"
         self._code_ask = prompts.code_ask(float(tool_timeout_s))
         self.width, self.height, self.n_boxes = width, height, boxes
         self.reward_table = Rewards(shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
@@ -185,6 +188,12 @@ class SokobanEnv(TextEnv):
         # changes, so a clone sharing it still reads prompts of its own, identical state.
         self._prompts: dict[str, str] = {}
         self._status = (0, False)  # (boxes on goals, stuck) of the real board
+        # The prompt's pieces, cached (shared by clones): its start per turn (static per env),
+        # its state part per (player, boxes) of the level (a new dict per level), and the list
+        # of the moves made, appended to as moves are made.
+        self._turn_heads: dict[int, str] = {}
+        self._views: dict[tuple[int, frozenset[int]], str] = {}
+        self._made_text = prompts.NO_MOVES
 
     # ------------------------------------------------------------------ TextEnv hooks
 
@@ -215,6 +224,8 @@ class SokobanEnv(TextEnv):
         # (boxes on goals, stuck); a generated level is never stuck, a hand-made one may be.
         self._status = (len(self.boxes & board.goals), not board.dead.isdisjoint(self.boxes))
         self.made = ()
+        self._made_text = prompts.NO_MOVES
+        self._views = {}
         self.note = prompts.NO_NOTE
         self.proposal = None
         self.proposed_first = None
@@ -229,7 +240,10 @@ class SokobanEnv(TextEnv):
         assert board is not None, "reset() first"
         if self._runner is not None and agent == "tool":
             return self._apply_program(text)
-        moves, reason = read_answer(text, self.max_moves)
+        moves = _ONE_MOVE.get(text)
+        reason = ""
+        if moves is None:
+            moves, reason = read_answer(text, self.max_moves)
         self._prompts = {}
         if not moves:
             if agent == "tool":
@@ -265,6 +279,8 @@ class SokobanEnv(TextEnv):
             return (reward, 0.0, False, False, True, "", info)
         self.player, self.boxes, self._status = player, boxes, (on_goals, stuck)
         if made:
+            shown = ", ".join(made)
+            self._made_text = f"{self._made_text}, {shown}" if self.made else shown
             self.made += made
         self.note = failed_note(invalid) if invalid else NO_NOTE
         if solved:
@@ -353,30 +369,33 @@ class SokobanEnv(TextEnv):
         return self._prompts.get(agent) or self._build_prompt(agent)
 
     def _build_prompt(self, agent: str) -> str:
+        # prompts.build_prompt's text from cached pieces (a test checks the two agree): the
+        # prompt is rebuilt after every step.
         board = self.board
         assert board is not None, "reset() first"
         player, boxes = self.player, self.boxes
-        row, col = divmod(player, board.width)
         on_goals, stuck = self._status
-        turn, max_turns = self.turn + 1, self.max_turns
-        # Plain positional arguments: a ``*args`` call of build_prompt costs more than building
-        # the whole text, and _build_prompt runs after every step.
-        program, ask = ("", "") if self._runner is None else self._program_parts(agent)
-        text = build_prompt(
-            agent,
-            board.render(player, boxes),
-            turn if turn < max_turns else max_turns,
-            max_turns,
-            on_goals,
-            len(boxes),
-            row,
-            col,
-            self.made,
-            self.note[agent == "tool"],
-            stuck,
-            self.proposal if agent == "planner" and self.mode == "mas" else None,
-            program,
-            ask,
+        key = (player, boxes)
+        view = self._views.get(key)
+        if view is None:
+            row, col = divmod(player, board.width)
+            view = prompts.state_text(board.render(player, boxes), on_goals, len(boxes), row, col)
+            self._views[key] = view
+        turn = self.turn
+        head = self._turn_heads.get(turn)
+        if head is None:
+            shown_turn = min(turn + 1, self.max_turns)
+            head = self._turn_heads[turn] = prompts.turn_head(shown_turn, self.max_turns)
+        if self._runner is None:
+            program, ask = "", prompts.ASK[agent]
+        else:
+            program, ask = self._program_parts(agent)
+            ask = ask or prompts.ASK[agent]
+        proposal = self.proposal if agent == "planner" and self._mas else None
+        shown = "" if proposal is None else f"\nThe tool agent's proposal: {proposal}\n"
+        text = (
+            f"{head}{view}Moves made so far ({len(self.made)}): {self._made_text}\n"
+            f"{self.note[agent == 'tool']}{prompts.STUCK if stuck else ''}{program}{shown}\n{ask}"
         )
         self._prompts[agent] = text
         return text

@@ -14,7 +14,10 @@ from mas_envs.moves import ParsedMoves, format_moves, parse_moves
 from mas_envs.spaces import clean_text
 
 __all__ = [
+    "ASK",
+    "NO_MOVES",
     "NO_NOTE",
+    "STUCK",
     "SYSTEM",
     "Note",
     "answer_text",
@@ -27,6 +30,8 @@ __all__ = [
     "program_proposal_line",
     "proposal_line",
     "read_answer",
+    "state_text",
+    "turn_head",
     "unparsed_note",
 ]
 
@@ -69,20 +74,17 @@ _RULES = (
     "into a wall, or a push into a wall or another box, fails and you stay put. A box pushed "
     "into a corner that is not a goal can never be moved out of it.\n\n"
 )
-_ASK = {
+ASK = {
     "tool": "Give your complete plan, in order, after a line '####', for example:\n#### U, R, R, D",
     "planner": (
         "Give the moves to make now, in order, after a line '####', for example:\n#### U, R, R, D"
     ),
 }
-_STUCK = (
+STUCK = (
     "Warning: a box is stuck where it can never reach a goal; the puzzle cannot be solved any "
     "more.\n"
 )
 _LETTERS = frozenset("UDLR")
-_N = 1024
-_NUM = tuple(map(str, range(_N)))
-"""``str(i)`` for ``0 <= i < _N``: the prompt's numbers (turns, counts, row and column)."""
 _new_parsed = tuple.__new__
 
 
@@ -125,19 +127,28 @@ def build_prompt(
         ask: Replaces the role's answer instructions (``tool_mode="code"``: :func:`code_ask`).
     """
     shown = "" if proposal is None else f"\nThe tool agent's proposal: {proposal}\n"
-    # One f-string: the prompt is rebuilt after every step, so it is built in one pass. Small
-    # numbers come from a table of their texts (the same text, at half the cost of formatting).
-    n, k = _NUM, len(made)
     return (
-        f"{_RULES}Current state (turn {n[turn] if 0 <= turn < _N else turn} of "
-        f"{n[max_turns] if 0 <= max_turns < _N else max_turns}; boxes on goals: "
-        f"{n[on_goals] if 0 <= on_goals < _N else on_goals}/"
-        f"{n[n_boxes] if 0 <= n_boxes < _N else n_boxes}; you are at row "
-        f"{n[row] if 0 <= row < _N else row}, column {n[col] if 0 <= col < _N else col}, "
-        f"counting from 0 at the top left):\n{board_text}\n\n"
-        f"Moves made so far ({n[k] if k < _N else k}): {', '.join(made) if made else '(none)'}\n"
-        f"{note}{_STUCK if stuck else ''}"
-        f"{program}{shown}\n{ask or _ASK[role]}"
+        f"{turn_head(turn, max_turns)}{state_text(board_text, on_goals, n_boxes, row, col)}"
+        f"Moves made so far ({len(made)}): {', '.join(made) if made else NO_MOVES}\n"
+        f"{note}{STUCK if stuck else ''}{program}{shown}\n{ask or ASK[role]}"
+    )
+
+
+NO_MOVES = "(none)"
+"""The moves line's list before any move is made."""
+
+
+def turn_head(turn: int, max_turns: int) -> str:
+    """:func:`build_prompt`'s start, up to the state (static per turn: the env caches it)."""
+    return f"{_RULES}Current state (turn {turn} of {max_turns}; "
+
+
+def state_text(board_text: str, on_goals: int, n_boxes: int, row: int, col: int) -> str:
+    """:func:`build_prompt`'s state part: counts, position and the board (the env caches it per
+    state of a level)."""
+    return (
+        f"boxes on goals: {on_goals}/{n_boxes}; you are at row {row}, column {col}, counting "
+        f"from 0 at the top left):\n{board_text}\n\n"
     )
 
 

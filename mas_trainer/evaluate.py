@@ -76,12 +76,15 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
 
 
 def summarize(episodes: Sequence[Episode], roles: Sequence[str]) -> dict[str, float]:
-    """Success (with its Wilson interval), mean turns, mean return per role, format errors."""
+    """Success (with its Wilson interval), mean turns, mean return per role, format errors.
+
+    ``episodes`` (the count) is an ``int``; every other value is a ``float``.
+    """
     n = len(episodes)
     wins = sum(ep.success for ep in episodes)
     low, high = wilson_interval(wins, n)
-    out = {
-        "episodes": float(n),
+    out: dict[str, float] = {
+        "episodes": n,
         "success": wins / n if n else 0.0,
         "success_ci_low": low,
         "success_ci_high": high,
@@ -244,8 +247,11 @@ def run_eval(
         seed: Seed of the random policy.
 
     Returns:
-        A JSON-able dict: env, policy, split, episodes, success and its 95% Wilson interval, mean
-        turns, mean returns per role, and the role -> policy map used.
+        A JSON-able dict: env, policy, split, mode, ``env_options`` and ``max_turns`` as given,
+        ``task_ids`` (every task id played, in order: the first ``episodes`` ids of the split, or
+        all of them when the split is smaller), ``episodes`` (an int, the number played), success
+        and its 95% Wilson interval, mean turns, mean returns per role, and the role -> policy
+        map used.
     """
     kwargs: dict[str, Any] = {"mode": mode, "split": split, **(env_options or {})}
     if max_turns is not None:
@@ -296,7 +302,9 @@ def run_eval(
         "policy": policy,
         "split": split,
         "mode": mode,
-        "task_ids": [task_ids[0], task_ids[-1]] if task_ids else [],
+        "env_options": dict(env_options or {}),
+        "max_turns": max_turns,
+        "task_ids": task_ids,
         "policy_of": policy_of,
         "greedy": True,
         **metrics,

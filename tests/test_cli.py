@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import mas_envs
 from mas_trainer.cli import eval_main, train_main
 from mas_trainer.config import PRESETS, SECTIONS
 
@@ -82,6 +83,22 @@ def test_eval_oracle_writes_json_with_a_confidence_interval(tmp_path, capsys):
     assert result["success"] == 1.0 and result["episodes"] == 20
     assert 0.8 < result["success_ci_low"] < 1.0 and result["success_ci_high"] == 1.0
     assert result["split"] == "test" and result["env_id"] == "mas/PlanPath-v0"
+    assert '"episodes": 20,' in out.read_text()  # a count, not 20.0
+    # every task played, in order: enough to replay the evaluation exactly
+    env = mas_envs.make("mas/PlanPath-v0", rows=5, cols=5)
+    assert result["task_ids"] == list(env.task_ids("test")[:20])
+    assert result["env_options"] == {"rows": 5, "cols": 5} and result["max_turns"] is None
+
+
+def test_eval_output_lists_non_contiguous_task_ids(tmp_path):
+    # Math-v0's test ids interleave topics and levels: a first/last pair could not describe them
+    out = tmp_path / "math.json"
+    argv = ["--env", "mas/Math-v0", "--policy", "oracle", "--episodes", "3", "--output", str(out)]
+    assert eval_main(argv) == 0
+    result = json.loads(out.read_text())
+    ids = list(mas_envs.make("mas/Math-v0").task_ids("test")[:3])
+    assert result["task_ids"] == ids and len(set(ids)) == 3
+    assert result["episodes"] == 3 and isinstance(result["episodes"], int)
 
 
 def test_eval_random_is_worse_than_oracle(tmp_path):

@@ -135,6 +135,11 @@ class RolloutConfig:
     """Send the env's system text as the chat's system message. ``false`` sends only the prompt
     (state, history, answer format): the tiny presets do, to halve the tokens a byte-level model
     reads; training, warm start and evaluation all use the same choice."""
+    prefetch: bool = True
+    """Before the K texts of one state are stepped, hand them to the env's ``prefetch`` when it has
+    one (Code, Math, the ``*Code`` games: their K programs run in one pooled sandbox call; on
+    ``run.backend=ray`` each env worker does so for its share). Results are identical either way;
+    ``false`` runs each program at its own step (for benchmarks and debugging)."""
 
     def __post_init__(self) -> None:
         _choice("rollout", "mode", self.mode, ("tree", "parallel"))

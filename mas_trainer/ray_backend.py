@@ -13,7 +13,8 @@ Layout (DESIGN.md section 4, the paper's system):
   tokens, so the result is the token-mean of the whole mini-batch) before every optimizer step;
   every rank takes the same number of optimizer steps, so the replicas stay identical.
 * **Env workers** (:class:`EnvWorker`): a pool of CPU actors that step the K clones of a turn
-  (code execution runs there, not in the driver). :class:`RayTreeRollout` is the tree rollout
+  (code execution runs there, not in the driver; a worker prefetches its share of the texts, so a
+  code env runs them in one pooled sandbox call). :class:`RayTreeRollout` is the tree rollout
   with its branch stepping sent to the pool.
 
 The driver runs the same loop as the single-process path (``mas_trainer/train.py``): every
@@ -23,8 +24,8 @@ policy is a ``Policy`` whose ``engine`` is a :class:`RemoteEngine` and whose ``m
 Fault tolerance: actors are created with ``max_restarts=-1``. When a rollout actor or an env
 worker dies mid-call, the call is retried on the restarted actor; a restarted rollout actor first
 reloads the latest synced weights (kept in Ray's object store). Both calls are pure given their
-inputs (the engine call carries its seed), so a retried step returns exactly what the first try
-would have: no sample is lost or counted twice.
+inputs (the engine call carries its seed; an env worker's prefetch only fills a cache), so a
+retried step returns exactly what the first try would have: no sample is lost or counted twice.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mas_trainer.rollout import TreeRollout
+from mas_trainer.rollout import TreeRollout, _prefetch
 
 __all__ = [
     "EngineActor",
@@ -333,9 +334,21 @@ def _dp_learner_class() -> type:
 class EnvWorkerBody(_ChaosMixin):
     """An env worker: steps clones of a pickled env, one per text, and returns them."""
 
-    def step_branches(self, env_bytes: bytes, texts: list[str]) -> list[bytes]:
-        self._maybe_crash()
+    def step_branches(
+        self, env_bytes: bytes, texts: list[str], prefetch: bool = True
+    ) -> list[bytes]:
+        """Step one clone of the env per text; the pickled clones, in text order.
+
+        With ``prefetch`` and several texts, the env's ``prefetch(texts, agent)`` (when its class
+        has one: the code-running envs) first runs their programs in one pooled sandbox call, so
+        the steps only read the cache the clones share, as :class:`TreeRollout` does in the driver.
+        """
         env = pickle.loads(env_bytes)
+        if prefetch and len(texts) > 1:
+            _prefetch(env, texts, env.agent_selection)
+        # A crash armed by a test lands after the prefetch: a retried call (on a fresh process,
+        # with the driver's env again) must redo it and give the same clones.
+        self._maybe_crash()
         out = []
         for i, text in enumerate(texts):
             branch = env if i == len(texts) - 1 else env.clone()
@@ -502,8 +515,15 @@ class EnvWorkerPool:
         self._next = 0
         self.restarts = 0
 
-    def step_branches(self, env: Any, texts: list[str]) -> list[Any]:
-        """Step one clone of ``env`` per text, split across the workers; clones in text order."""
+    def step_branches(self, env: Any, texts: list[str], prefetch: bool = True) -> list[Any]:
+        """Step one clone of ``env`` per text, split across the workers; clones in text order.
+
+        Args:
+            env: The env (pickled once, unpickled by each worker).
+            texts: One text per clone.
+            prefetch: Let each worker hand its share of the texts to the env's ``prefetch``
+                before stepping them (see :meth:`EnvWorkerBody.step_branches`).
+        """
         ray = _ray()
         env_ref = ray.put(pickle.dumps(env))
         n = len(self.workers)
@@ -514,14 +534,14 @@ class EnvWorkerPool:
                 worker = self.workers[(self._next + i) % n]
                 jobs.append((i, worker, chunk))
         self._next = (self._next + len(jobs)) % n
-        futures = [w.step_branches.remote(env_ref, c) for _, w, c in jobs]
+        futures = [w.step_branches.remote(env_ref, c, prefetch) for _, w, c in jobs]
         results: dict[int, list[bytes]] = {}
         for (i, worker, chunk), fut in zip(jobs, futures, strict=True):
             try:
                 results[i] = ray.get(fut)
             except _dead_actor_errors():
                 self.restarts += 1
-                results[i] = _call_with_restart(worker, "step_branches", env_ref, chunk)
+                results[i] = _call_with_restart(worker, "step_branches", env_ref, chunk, prefetch)
         out: list[Any] = [None] * len(texts)
         for i, blobs in results.items():
             for j, blob in enumerate(blobs):
@@ -531,6 +551,13 @@ class EnvWorkerPool:
 
 class RayTreeRollout(TreeRollout):
     """:class:`~mas_trainer.rollout.TreeRollout` with branch stepping on an env-worker pool.
+
+    ``prefetch`` (a :class:`TreeRollout` argument, ``rollout.prefetch``) reaches the workers: each
+    hands its share of a state's texts to the env's ``prefetch`` before stepping them, so the
+    programs of code envs run pooled on the worker, not in the driver. Parallel mode, whose steps
+    are one text each, prefetches nothing with a pool: its pooled prefetch of a task's episodes
+    would run in the driver, and a cache kept per process (Code-v0's) would not reach the workers,
+    so they would run every program again.
 
     Args:
         *args: As :class:`TreeRollout`.
@@ -545,7 +572,11 @@ class RayTreeRollout(TreeRollout):
     def _step_branches(self, env: Any, texts: list[str]) -> list[Any]:
         if self.env_pool is None:
             return super()._step_branches(env, texts)
-        return self.env_pool.step_branches(env, texts)
+        return self.env_pool.step_branches(env, texts, prefetch=self.prefetch)
+
+    def _prefetch_lanes(self, items: Sequence[Any], texts: list[str]) -> None:
+        if self.env_pool is None:
+            super()._prefetch_lanes(items, texts)
 
 
 # ------------------------------------------------------------------------------------- builder

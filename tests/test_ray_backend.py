@@ -1,18 +1,24 @@
 """The Ray backend on a local Ray cluster (marker ``ray``): same run as the single process,
-data-parallel learners, and actors that die mid-step."""
+data-parallel learners, actors that die mid-step, and env workers that prefetch."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
+from collections import Counter, defaultdict
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytestmark = pytest.mark.ray
 ray = pytest.importorskip("ray", reason="needs ray: pip install 'mas-rl[ray]'")
 
+from digit_env import DigitEnv  # noqa: E402
+
 from mas_trainer.config import build_config  # noqa: E402
-from mas_trainer.engines import SamplingParams  # noqa: E402
+from mas_trainer.engines import Completion, SamplingParams  # noqa: E402
 
 TINY_RUN = [
     "--optim.warmstart_steps", "10",
@@ -27,10 +33,20 @@ TINY_RUN = [
 ]  # fmt: skip
 
 
+TESTS_DIR = str(Path(__file__).resolve().parent)
+
+
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    # Env workers unpickle this module's test envs: they need the tests folder on their path too.
+    path = os.pathsep.join(p for p in (TESTS_DIR, os.environ.get("PYTHONPATH", "")) if p)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
     yield
     ray.shutdown()
 
@@ -186,3 +202,217 @@ def test_data_parallel_learners_match_one_learner(tmp_path):
         assert float((off > 1e-5).float().mean()) < 1e-3, name
     rm = RemoteModel(ranks)
     assert set(rm.state_dict()) == set(model.state_dict())
+
+
+# ------------------------------------------------------------------------ prefetch on workers
+
+
+class WorkerPrefetchEnv(DigitEnv):
+    """DigitEnv with a ``prefetch`` (as the code envs have): it fills a cache its clones share,
+    and it and every step append a line to ``log_path`` naming the process they ran in."""
+
+    log_path: str = ""
+
+    def _load_task(self, task_id):
+        super()._load_task(task_id)
+        self._cache: set = set()  # shared by clones, as a code env's program cache is
+
+    def _state(self, agent):
+        return [self._base, self.turn, agent]
+
+    def _log(self, **record):
+        with open(self.log_path, "a") as f:
+            f.write(json.dumps({"pid": os.getpid(), **record}) + "\n")
+
+    def prefetch(self, texts, agent=None):
+        state = self._state(agent or self.agent_selection)
+        self._log(kind="prefetch", state=state, texts=list(texts))
+        self._cache.update((str(state), t) for t in texts)
+
+    def _apply(self, agent, text):
+        state = self._state(agent)
+        self._log(kind="step", state=state, text=text, hit=(str(state), text) in self._cache)
+        return super()._apply(agent, text)
+
+
+class DigitEngine:
+    """Answers each prompt with a seeded random digit (or junk), in the driver."""
+
+    def generate(self, prompts, params, seed=None):
+        from mas_trainer.models import build_byte_tokenizer
+
+        eos = build_byte_tokenizer().eos_token_id
+        rng = np.random.default_rng(seed)
+        out = []
+        for _ in prompts:
+            text = "x" if rng.random() < 0.2 else str(int(rng.integers(10)))
+            ids = [*text.encode(), eos]
+            out.append(Completion(ids, [-math.log(10)] * len(ids), "stop"))
+        return out
+
+    def load_weights(self, state_dict):
+        pass
+
+
+def _digit_rollout(log_path, env_pool, prefetch=True, mode="tree"):
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.ray_backend import RayTreeRollout
+
+    def make_env():
+        env = WorkerPrefetchEnv(max_turns=3)
+        env.log_path = str(log_path)
+        return env
+
+    return RayTreeRollout(
+        make_env,
+        {"p": DigitEngine()},
+        build_byte_tokenizer(),
+        {"caller": "p", "echo": "p"},
+        k=4,
+        params=SamplingParams(max_tokens=4),
+        seed=5,
+        env_pool=env_pool,
+        prefetch=prefetch,
+        mode=mode,
+    )
+
+
+def _log(path) -> list[dict]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def _text(sample) -> str:
+    return bytes(t for t in sample.completion_ids if t < 256).decode()
+
+
+def test_env_workers_prefetch_their_share_then_steps_read_it_and_a_retry_redoes_it(tmp_path):
+    from mas_trainer.ray_backend import EnvWorkerBody, EnvWorkerPool, _remote
+
+    workers = [_remote(EnvWorkerBody, num_cpus=0.25).remote() for _ in range(2)]
+    pool = EnvWorkerPool(workers)
+    tasks = range(4)
+    driver = os.getpid()
+
+    on = _digit_rollout(tmp_path / "on.jsonl", pool).run(tasks, uid_prefix="s/")
+    log = _log(tmp_path / "on.jsonl")
+    prefetches = [r for r in log if r["kind"] == "prefetch"]
+    steps = [r for r in log if r["kind"] == "step"]
+    assert all(r["pid"] != driver for r in log), "prefetch and steps run on the workers"
+    groups = defaultdict(list)
+    for s in on.samples:
+        groups[s.group].append(_text(s))
+    # K=4 texts over 2 workers: each worker prefetches its 2 texts, once per (root, turn, agent).
+    assert len(prefetches) == 2 * len(groups)
+    assert all(len(r["texts"]) == 2 for r in prefetches)
+    by_state = defaultdict(list)
+    for r in prefetches:
+        by_state[tuple(r["state"])].extend(r["texts"])
+    as_groups = {(f"s/{b}", t, a): texts for (b, t, a), texts in by_state.items()}
+    assert {g: Counter(t) for g, t in as_groups.items()} == {
+        g: Counter(t) for g, t in groups.items()
+    }
+    assert len(steps) == len(on.samples) and all(r["hit"] for r in steps)
+
+    # Off: same samples, nothing prefetched, every step ran on its own.
+    off = _digit_rollout(tmp_path / "off.jsonl", pool, prefetch=False).run(tasks, uid_prefix="s/")
+    log_off = _log(tmp_path / "off.jsonl")
+    assert _samples_key(off) == _samples_key(on)
+    assert [r["kind"] for r in log_off] == ["step"] * len(off.samples)
+    assert not any(r["hit"] for r in log_off)
+
+    # A worker dies after its prefetch, before stepping: the retried call on the restarted
+    # worker prefetches again and steps once; no sample is lost or counted twice.
+    ray.get(workers[0].crash_on_call.remote(3))
+    retried = _digit_rollout(tmp_path / "crash.jsonl", pool).run(tasks, uid_prefix="s/")
+    log_crash = _log(tmp_path / "crash.jsonl")
+    assert pool.restarts == 1
+    assert _samples_key(retried) == _samples_key(on)
+    crash_steps = [r for r in log_crash if r["kind"] == "step"]
+    assert len(crash_steps) == len(on.samples) and all(r["hit"] for r in crash_steps)
+    crash_prefetches = Counter(
+        (tuple(r["state"]), tuple(r["texts"])) for r in log_crash if r["kind"] == "prefetch"
+    )
+    first = Counter((tuple(r["state"]), tuple(r["texts"])) for r in prefetches)
+    assert not first - crash_prefetches
+    assert sum((crash_prefetches - first).values()) == 1  # the dead call's share, redone once
+    # And the driver (no pool) plays the same.
+    local = _digit_rollout(tmp_path / "local.jsonl", None).run(tasks, uid_prefix="s/")
+    assert _samples_key(local) == _samples_key(on)
+
+    # Parallel mode: one text per step, so nothing to pool on a worker, and nothing runs in the
+    # driver either (a per-process cache would not reach the workers); same samples as locally.
+    par = _digit_rollout(tmp_path / "par.jsonl", pool, mode="parallel").run(tasks)
+    log_par = _log(tmp_path / "par.jsonl")
+    assert [r["kind"] for r in log_par] == ["step"] * len(par.samples)
+    assert all(r["pid"] != driver for r in log_par)
+    par_local = _digit_rollout(tmp_path / "par_local.jsonl", None, mode="parallel").run(tasks)
+    assert _samples_key(par_local) == _samples_key(par)
+    assert any(r["kind"] == "prefetch" for r in _log(tmp_path / "par_local.jsonl"))
+
+
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_rollout_prefetch_option_reaches_the_rollout(tmp_path, monkeypatch, backend):
+    """``--rollout.prefetch false`` (documented in ``mas-train --help``) reaches the training
+    rollout on both backends (on ray: the rollout that hands it to its env-worker pool)."""
+    import mas_trainer.ray_backend as rb
+    import mas_trainer.train
+    from mas_trainer.config import help_text
+    from mas_trainer.rollout import TreeRollout
+
+    assert "--rollout.prefetch BOOL" in help_text()
+    assert build_config().rollout.prefetch is True
+
+    class Built(Exception):
+        pass
+
+    built = []
+    init = TreeRollout.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        built.append(self)
+
+    def stop(*args, **kwargs):
+        raise Built  # the first eval comes right after the training rollout is made: stop there
+
+    started = []
+    build = rb.build_policies
+
+    def build_and_keep(*args):
+        started.append(build(*args))
+        return started[-1]
+
+    monkeypatch.setattr(TreeRollout, "__init__", spy)
+    monkeypatch.setattr(mas_trainer.train, "_evaluate", stop)
+    monkeypatch.setattr(rb, "build_policies", build_and_keep)
+    extra = ["--run.backend", "ray", "--run.ray_env_workers", "1"] if backend == "ray" else []
+    for flag, want in (("false", False), ("true", True)):
+        cfg = build_config(
+            overrides=[
+                *TINY_RUN, "--run.out_dir", str(tmp_path), "--run.name", flag,
+                "--rollout.prefetch", flag, *extra,
+            ]
+        )  # fmt: skip
+        assert cfg.rollout.prefetch is want
+        try:
+            with pytest.raises(Built):
+                mas_trainer.train.train(cfg)
+        finally:
+            for policies, _tok, _cls in started:  # free the cluster for the next tests
+                pools = {id(p.extra["env_pool"]): p.extra["env_pool"] for p in policies.values()}
+                for pol in policies.values():
+                    ray.kill(pol.engine.actor)
+                    for learner in pol.model.learners:
+                        ray.kill(learner)
+                    ray.util.remove_placement_group(pol.extra["placement_group"])
+                for pool in pools.values():
+                    for worker in pool.workers:
+                        ray.kill(worker)
+            started.clear()
+        (rollout,) = built
+        built.clear()
+        assert rollout.prefetch is want
+        if backend == "ray":
+            assert isinstance(rollout, rb.RayTreeRollout) and rollout.env_pool is not None
+        else:
+            assert type(rollout) is TreeRollout

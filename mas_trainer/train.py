@@ -326,6 +326,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         tie_break=cfg.rollout.tie_break,
         seed=cfg.run.seed,
         prefetch=cfg.rollout.prefetch,
+        system_message=cfg.rollout.system_message,
     )
     if ckpt is not None and "rollout_rng" in state:
         rollout.rng.bit_generator.state = state["rollout_rng"]

@@ -199,3 +199,25 @@ def test_at_grpo_learns_a_learnable_task_and_trains_every_policy(tmp_path):
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     before = initial_params()
     assert all(changed(ckpt / role, before) for role in ("caller", "echo"))
+
+
+@pytest.mark.parametrize("system", [False, True])
+def test_every_phase_encodes_prompts_as_configured(tmp_path, monkeypatch, system):
+    # rollout.system_message decides whether the env's system text is in the prompt. The warm
+    # start, the RL rollouts and the evaluations must all follow it: RL on prompts unlike the ones
+    # the model is warm-started and evaluated on trains the wrong distribution (the RL rollout
+    # once ignored the setting while the tiny presets turn it off).
+    import mas_trainer.rollout
+    import mas_trainer.warmstart
+
+    seen = []
+    real = mas_trainer.rollout.encode_prompt
+
+    def spy(tokenizer, obs, *, system=True):
+        seen.append(system)
+        return real(tokenizer, obs, system=system)
+
+    monkeypatch.setattr(mas_trainer.rollout, "encode_prompt", spy)
+    monkeypatch.setattr(mas_trainer.warmstart, "encode_prompt", spy)
+    train(fast_config(tmp_path, "--run.name", "s", "--rollout.system_message", str(system).lower()))
+    assert len(seen) > 20 and set(seen) == {system}

@@ -8,7 +8,9 @@ import itertools
 import json
 import math
 import re
+import signal
 import sys
+import threading
 import time
 import types
 from fractions import Fraction
@@ -20,6 +22,7 @@ import sympy
 
 import mas_envs
 from mas_envs import programs
+from mas_envs.math import verify
 from mas_envs.math.env import MathEnv
 from mas_envs.math.generators import LEVELS, SEEDS, TOPICS, GeneratedIds, generate
 from mas_envs.math.loaders import ProblemFileError, hash_split, load_problems
@@ -143,6 +146,77 @@ def test_hostile_answers_are_wrong_fast_and_safe(backend, hostile):
     start = time.perf_counter()
     assert not answers_equal("7", hostile, backend)
     assert time.perf_counter() - start < 1.5
+
+
+# 14 characters, no tower, shallow: expanding it kept math-verify and sympy busy for over 60 s.
+SLOW_ANSWER = "(x+y+z+1)^{99}"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slow_answer_is_unverifiable_in_bounded_time_on_the_main_thread(backend, monkeypatch):
+    monkeypatch.setattr(verify, "GRADE_TIMEOUT_S", 1.0)
+    verify._compare_cached.cache_clear()
+    start = time.perf_counter()
+    assert verify.compare_answers("1", SLOW_ANSWER, backend) == "unverifiable"
+    assert time.perf_counter() - start < 2.5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # our alarm is off again
+    assert verify.compare_answers("\\sqrt{8}", "2\\sqrt{2}", backend) == "equal"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_slow_answer_is_unverifiable_in_bounded_time_off_the_main_thread(backend, monkeypatch):
+    # Off the main thread no SIGALRM: a grader worker process runs it, killed when it overruns.
+    monkeypatch.setattr(verify, "GRADE_TIMEOUT_S", 1.0)
+    verify._compare_cached.cache_clear()
+    got: dict[str, tuple[str, float]] = {}
+
+    def grade(key: str, gold: str, pred: str) -> None:
+        start = time.perf_counter()
+        got[key] = (verify.compare_answers(gold, pred, backend), time.perf_counter() - start)
+
+    for key, gold, pred in (
+        ("warm-up", "\\sqrt{8}", "2\\sqrt{2}"),  # starts the worker (imports sympy: seconds)
+        ("slow", "1", SLOW_ANSWER),
+        ("after", "\\frac{\\sqrt{3}}{3}", "\\frac{1}{\\sqrt{3}}"),
+    ):
+        thread = threading.Thread(target=grade, args=(key, gold, pred))
+        thread.start()
+        thread.join(timeout=150)
+        assert not thread.is_alive(), f"{key}: grading off the main thread did not return"
+    assert got["warm-up"][0] == "equal"
+    outcome, seconds = got["slow"]
+    assert outcome == "unverifiable" and seconds < 1.0 + 2.0 + 1.5, got["slow"]
+    assert got["after"][0] == "equal"  # the grader still works afterwards
+    assert not answers_equal("1", SLOW_ANSWER, backend)  # cached: no second wait
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grading_off_the_main_thread_gives_the_same_verdicts(backend):
+    verify._compare_cached.cache_clear()
+    got: list[bool] = []
+    pairs = EQUAL + UNEQUAL
+    thread = threading.Thread(
+        target=lambda: got.extend(answers_equal(g, p, backend) for g, p in pairs)
+    )
+    thread.start()
+    thread.join(timeout=300)
+    assert got == [True] * len(EQUAL) + [False] * len(UNEQUAL)
+    verify._compare_cached.cache_clear()
+
+
+def test_someone_elses_alarm_is_left_alone(monkeypatch):
+    # A main thread with its own interval timer running: grading goes to a worker instead.
+    monkeypatch.setattr(verify, "GRADE_TIMEOUT_S", 1.0)
+    verify._compare_cached.cache_clear()
+    fired: list[int] = []
+    old = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    signal.setitimer(signal.ITIMER_REAL, 100.0)
+    try:
+        assert verify.compare_answers("1", SLOW_ANSWER, "sympy") == "unverifiable"
+        assert 90.0 < signal.getitimer(signal.ITIMER_REAL)[0] <= 100.0 and not fired
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
+        signal.signal(signal.SIGALRM, old)
 
 
 def test_unknown_backend_is_a_clear_error():

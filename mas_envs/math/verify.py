@@ -16,23 +16,50 @@ Two backends:
 Model text is hostile: answers longer than :data:`MAX_ANSWER_CHARS` are never equal to anything,
 and exponent towers / huge factorials / brackets nested deeper than :data:`MAX_NESTING` are compared
 as normalised strings instead of evaluated (a ``9^{9^{9^9}}`` would otherwise hang sympy).
+
+Every evaluation is bounded in time, in any thread: :func:`compare_answers` says ``"equal"``,
+``"different"`` or ``"unverifiable"`` (the comparison did not finish within
+:data:`GRADE_TIMEOUT_S`; :func:`answers_equal` counts it as not equal). Exact matches and plain
+numbers are decided at once; what needs math-verify or sympy runs
+
+* on the main thread: in this process, under a ``SIGALRM`` interval timer (math-verify's own
+  signal timeouts would need the main thread too, and do not cover the sympy backend);
+* on any other thread (a trainer's rollout threads), or when the main thread's alarm timer is
+  busy: in a grader worker process (a fresh interpreter that loads this file; at most
+  :data:`MAX_WORKERS` of them, started when first needed, each reused), which is killed and
+  replaced when it overruns. ``(x+1)^{300}(x-1)^{300}-(x^2-1)^{299}`` (36 characters, no tower)
+  keeps math-verify busy for 7 s; off the main thread it used to have no limit at all.
+
 Results are cached per (gold, pred, backend).
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
+import json
+import logging
+import os
 import re
+import select
+import signal
+import subprocess
+import sys
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
     "BACKENDS",
+    "GRADE_TIMEOUT_S",
     "MAX_ANSWER_CHARS",
     "MAX_NESTING",
+    "MAX_WORKERS",
+    "Outcome",
     "answers_equal",
+    "compare_answers",
     "default_backend",
     "last_boxed",
     "majority_answer",
@@ -43,6 +70,18 @@ MAX_ANSWER_CHARS = 1000
 """Answers longer than this are treated as wrong without being parsed."""
 
 BACKENDS = ("math-verify", "sympy")
+
+GRADE_TIMEOUT_S = 5.0
+"""Seconds one comparison may spend in math-verify or sympy; then it is ``"unverifiable"``.
+(math-verify's own limits were 2 s per parse and 2 s for the comparison, on the main thread.)"""
+MAX_WORKERS = max(1, min(4, os.cpu_count() or 1))
+"""Grader worker processes at most (comparisons off the main thread wait for a free one)."""
+WORKER_START_S = 120.0
+"""Seconds a grader worker may take to start (importing sympy and math-verify on a busy host)."""
+
+Outcome = Literal["equal", "different", "unverifiable"]
+
+log = logging.getLogger("mas_envs.math")
 
 _INT = re.compile(r"[+-]?\d+")
 _NUM = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)")
@@ -179,8 +218,28 @@ def answers_equal(gold: str, pred: str, backend: str | None = None) -> bool:
         backend: ``"math-verify"`` or ``"sympy"``; default: :func:`default_backend`.
 
     Returns:
-        True when equal; False when different, unparseable, empty or too long. Never raises on
-        model text.
+        True when equal; False when different, unparseable, empty, too long or unverifiable
+        in :data:`GRADE_TIMEOUT_S` (see :func:`compare_answers`). Never raises on model text.
+    """
+    return compare_answers(gold, pred, backend) == "equal"
+
+
+def compare_answers(gold: str, pred: str, backend: str | None = None) -> Outcome:
+    """Compare two final answers, in bounded time from any thread.
+
+    Args:
+        gold: The ground-truth answer (LaTeX or plain), without ``\\boxed``.
+        pred: The candidate answer, without ``\\boxed``.
+        backend: ``"math-verify"`` or ``"sympy"``; default: :func:`default_backend`.
+
+    Returns:
+        ``"equal"``; ``"different"`` (also: unparseable, empty or too long); or
+        ``"unverifiable"``: the evaluation did not finish within :data:`GRADE_TIMEOUT_S` (or
+        its grader worker could not run). Never raises on model text.
+
+    Example:
+        >>> compare_answers("\\frac{1}{2}", "0.5")
+        'equal'
     """
     if backend is None:
         backend = default_backend()
@@ -189,29 +248,213 @@ def answers_equal(gold: str, pred: str, backend: str | None = None) -> bool:
     if not isinstance(gold, str) or not isinstance(pred, str):
         raise TypeError(f"answers must be str, got {type(gold).__name__}, {type(pred).__name__}")
     if len(gold) > MAX_ANSWER_CHARS or len(pred) > MAX_ANSWER_CHARS:
-        return False
-    return _equal_cached(gold, pred, backend)
+        return "different"
+    return _compare_cached(gold, pred, backend)
 
 
 @functools.lru_cache(maxsize=65536)
-def _equal_cached(gold: str, pred: str, backend: str) -> bool:
+def _compare_cached(gold: str, pred: str, backend: str) -> Outcome:
     g, p = normalize(gold), normalize(pred)
     if not g or not p:
-        return False
+        return "different"
     if g == p:
-        return True
+        return "equal"
     rg, rp = _rational(g), _rational(p)
     if rg is not None and rp is not None:
         # Exact values with no decimal point: what any checker would decide, 1000x cheaper.
-        return rg == rp
+        return "equal" if rg == rp else "different"
     if _too_costly(g) or _too_costly(p):
-        return False  # not identical after normalising, and too costly to evaluate
+        return "different"  # not identical after normalising, and too costly to evaluate
+    return _bounded(gold, pred, backend, GRADE_TIMEOUT_S)
+
+
+def _evaluate(gold: str, pred: str, backend: str) -> bool:
+    """The costly comparison itself (no time limit of its own)."""
     try:
         if backend == "math-verify":
             return _math_verify_equal(gold, pred)
-        return _sympy_equal(g, p)
+        return _sympy_equal(normalize(gold), normalize(pred))
     except Exception:
         return False
+
+
+# ---------------------------------------------------------------------------- time limits
+
+
+class _Overrun(BaseException):
+    """Raised by the alarm; a BaseException, so sympy's ``except Exception`` cannot swallow it."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Overrun
+
+
+def _alarm_free() -> bool:
+    """Whether this thread may use ``SIGALRM`` now (the main thread, no timer of someone else)."""
+    return (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    )
+
+
+def _with_alarm(fn: Callable[[], bool], timeout: float) -> Outcome:
+    """``fn()`` under an interval timer on the main thread; ``"unverifiable"`` when it overruns."""
+    old = signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        # The interval re-raises every 50 ms in case a library catches BaseException once.
+        signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
+        try:
+            return "equal" if fn() else "different"
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+    except _Overrun:
+        return "unverifiable"
+    finally:
+        signal.signal(signal.SIGALRM, old)
+
+
+def _bounded(gold: str, pred: str, backend: str, timeout: float) -> Outcome:
+    if _alarm_free():
+        return _with_alarm(lambda: _evaluate(gold, pred, backend), timeout)
+    return _POOL.compare(gold, pred, backend, timeout)
+
+
+class _Worker:
+    """One grader process: JSON requests on its stdin, one JSON answer line each."""
+
+    def __init__(self) -> None:
+        code = (
+            "import importlib.util as u, sys\n"
+            "s = u.spec_from_file_location('_mas_math_verify_worker', sys.argv[1])\n"
+            "m = u.module_from_spec(s)\n"
+            "s.loader.exec_module(m)\n"
+            "m._worker_main()\n"
+        )
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", code, os.path.abspath(__file__)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.buf = b""
+
+    def _line(self, deadline: float) -> bytes | None:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return None
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def ready(self) -> bool:
+        return self._line(time.monotonic() + WORKER_START_S) == b"ready"
+
+    def ask(self, gold: str, pred: str, backend: str, timeout: float) -> Outcome | None:
+        """The worker's outcome; ``None`` when it did not answer in time (then kill it)."""
+        assert self.proc.stdin is not None
+        request = {"gold": gold, "pred": pred, "backend": backend, "timeout": timeout}
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            return None
+        # The worker bounds itself with its alarm; this deadline is for a worker that is stuck.
+        line = self._line(time.monotonic() + timeout + 2.0)
+        if line is None:
+            return None
+        outcome = json.loads(line)
+        return outcome if outcome in ("equal", "different", "unverifiable") else None
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for f in (self.proc.stdin, self.proc.stdout):
+            if f is not None:
+                f.close()
+
+
+class _Pool:
+    """Grader workers shared by all threads of this process (started when first needed)."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.idle: list[_Worker] = []
+        self.busy = 0
+        self.pid = os.getpid()
+
+    def _acquire(self) -> _Worker | None:
+        with self.cond:
+            if self.pid != os.getpid():  # a forked child: the parent's workers are not ours
+                self.idle, self.busy, self.pid = [], 0, os.getpid()
+            while not self.idle and self.busy >= MAX_WORKERS:
+                self.cond.wait()
+            self.busy += 1
+            if self.idle:
+                return self.idle.pop()
+        try:
+            worker = _Worker()
+            if worker.ready():
+                return worker
+            worker.kill()
+        except OSError:
+            pass
+        self._release(None)
+        return None
+
+    def _release(self, worker: _Worker | None) -> None:
+        with self.cond:
+            self.busy -= 1
+            if worker is not None:
+                self.idle.append(worker)
+            self.cond.notify()
+
+    def compare(self, gold: str, pred: str, backend: str, timeout: float) -> Outcome:
+        worker = self._acquire()
+        if worker is None:
+            log.warning("mas_envs.math: no grader worker could start; answer unverifiable")
+            return "unverifiable"
+        outcome = worker.ask(gold, pred, backend, timeout)
+        if outcome is None:
+            worker.kill()
+            self._release(None)
+            return "unverifiable"
+        self._release(worker)
+        return outcome
+
+    def close(self) -> None:
+        with self.cond:
+            workers, self.idle = self.idle, []
+        for worker in workers:
+            worker.kill()
+
+
+_POOL = _Pool()
+atexit.register(_POOL.close)
+
+
+def _worker_main() -> None:
+    """A grader worker's loop (run by :class:`_Worker` in a fresh interpreter)."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # whatever a library prints must not mix with the answers
+    import sympy  # noqa: F401  - loaded now, not inside the first comparison's time
+
+    if default_backend() == "math-verify":
+        import math_verify  # noqa: F401
+    out.write("ready\n")
+    out.flush()
+    for line in sys.stdin:
+        req = json.loads(line)
+        gold, pred, backend = str(req["gold"]), str(req["pred"]), str(req["backend"])
+        outcome = _with_alarm(functools.partial(_evaluate, gold, pred, backend), req["timeout"])
+        out.write(json.dumps(outcome) + "\n")
+        out.flush()
 
 
 # ---------------------------------------------------------------------------- math-verify
@@ -220,15 +463,28 @@ def _equal_cached(gold: str, pred: str, backend: str) -> bool:
 def _math_verify_equal(gold: str, pred: str) -> bool:
     from math_verify import parse, verify
 
-    # math-verify's timeouts use SIGALRM, which only the main thread may set.
-    timeout = 2 if threading.current_thread() is threading.main_thread() else None
+    # No math-verify timeouts: its SIGALRM would replace ours (see _bounded), which covers the
+    # whole comparison, our own conversions included.
+    _quiet_math_verify()
     parsed = []
     for s in (gold, pred):
         latex = _python_to_latex(s.strip())
-        parsed.append(parse(f"\\boxed{{{latex}}}", parsing_timeout=timeout))
+        parsed.append(parse(f"\\boxed{{{latex}}}", parsing_timeout=None))
     if not parsed[0] or not parsed[1]:
         return False
-    return bool(verify(parsed[0], parsed[1], timeout_seconds=timeout))
+    return bool(verify(parsed[0], parsed[1], timeout_seconds=None))
+
+
+@functools.cache
+def _quiet_math_verify() -> None:
+    """Drop math-verify's warning that its timeouts are off: ours are on (see _bounded)."""
+
+    class _NoTimeoutWarning(logging.Filter):
+        def filter(self, record: logging.LogRecord) -> bool:
+            return "Timeout is disabled" not in record.getMessage()
+
+    for name in ("math_verify.utils", "math_verify.grader", "math_verify.parser", "math_verify"):
+        logging.getLogger(name).addFilter(_NoTimeoutWarning())
 
 
 def _python_to_latex(s: str) -> str:

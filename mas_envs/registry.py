@@ -103,6 +103,12 @@ ENVS: dict[str, EnvEntry] = {
             "Math: a tool agent runs Python in the sandbox, a reasoner answers in \\boxed{}.",
         ),
         EnvEntry(
+            "mas/Math-v1",
+            "mas_envs.math.env:MathEnv",
+            "Math v1: as v0, with every generated topic and level in every split.",
+            {"version": 1},
+        ),
+        EnvEntry(
             "mas/Code-v0",
             "mas_envs.code.env:CodeEnv",
             "Coding problems: a coder writes a program, a tester writes cases; hidden tests judge.",

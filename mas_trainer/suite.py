@@ -107,6 +107,7 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/PlanPath-v0", 100),
         BoardSpec("mas/Sudoku-v0", 100),
         BoardSpec("mas/Math-v0", 100),
+        BoardSpec("mas/Math-v1", 100),
         # The built-in problem set's test split has 11 problems: the board scores all of them.
         BoardSpec("mas/Code-v0", 11),
         BoardSpec("mas/SokobanCode-v0", 100),

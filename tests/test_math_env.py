@@ -24,7 +24,15 @@ import mas_envs
 from mas_envs import programs
 from mas_envs.math import verify
 from mas_envs.math.env import MathEnv
-from mas_envs.math.generators import LEVELS, SEEDS, TOPICS, GeneratedIds, generate
+from mas_envs.math.generators import (
+    EMPTY_V0,
+    LEVELS,
+    SEEDS,
+    TOPICS,
+    GeneratedIds,
+    content_split,
+    generate,
+)
 from mas_envs.math.loaders import ProblemFileError, hash_split, load_problems
 from mas_envs.math.prompts import parse_answer, parse_code, program_answer
 from mas_envs.math.verify import answers_equal, last_boxed, majority_answer, normalize
@@ -301,6 +309,14 @@ def _sym(tex: str) -> sympy.Expr:
     return sympy.sympify(tex)
 
 
+def _pascal(n: int, k: int) -> int:
+    """k-subsets of n things, by Pascal's triangle (not math.comb, which the generators use)."""
+    row = [1]
+    for _ in range(n):
+        row = [a + b for a, b in zip([0, *row], [*row, 0], strict=True)]
+    return row[k]
+
+
 def _independent_answer(topic: str, level: int, q: str):
     """Recompute a generated problem's answer from its statement alone (brute force / sympy)."""
     x, y = sympy.symbols("x y")
@@ -341,11 +357,19 @@ def _independent_answer(topic: str, level: int, q: str):
         r1, m1, r2, m2 = nums
         return next(v for v in itertools.count(1) if v % m1 == r1 and v % m2 == r2)
     if level == 1:
+        if "women" in q:  # version 1: a women and b men from w women and m men
+            a, b, w, m = nums
+            return _pascal(w, a) * _pascal(m, b)
         k, n = nums
-        return sum(1 for _ in itertools.combinations(range(n), k))
+        return _pascal(n, k)
     if level == 2:
         n, k = nums
-        return sum(1 for _ in itertools.permutations(range(n), k))
+        # Ordered picks: the last runner either is not placed, or takes one of the k places.
+        placed = [[1] + [0] * k for _ in range(n + 1)]  # placed[i][j]: j places, i runners
+        for i in range(1, n + 1):
+            for j in range(1, k + 1):
+                placed[i][j] = placed[i - 1][j] + j * placed[i - 1][j - 1]
+        return placed[n][k]
     if level == 3:
         word = re.search(r"word ([A-Z]+)", q)[1]
         ways, left = 1, len(word)
@@ -356,19 +380,26 @@ def _independent_answer(topic: str, level: int, q: str):
     if level == 4:
         *idx, n = nums
         k = len(idx)  # the indices of x_1 .. x_k
+        low = 1 if "positive integers" in q else 0  # version 1 also asks for positive solutions
         counts = [1] + [0] * n  # ways to reach each sum with the variables so far
         for _ in range(k):
-            counts = [sum(counts[: s + 1]) for s in range(n + 1)]
+            counts = [sum(counts[: s + 1 - low]) for s in range(n + 1)]
         return counts[n]
     one, n, a, b, c = nums
     return sum(1 for i in range(one, n + 1) if i % a and i % b and i % c)
 
 
-@pytest.mark.parametrize("topic", TOPICS)
-@pytest.mark.parametrize("level", LEVELS)
-def test_generated_answers_match_an_independent_computation(topic, level):
+# Version 1 changes only the generators of these (topic, level) pairs (and which draw a seed keeps).
+V1_CHANGED = sorted(EMPTY_V0["train"])
+GENERATOR_CASES = [(t, lvl, 0) for t in TOPICS for lvl in LEVELS] + [
+    (t, lvl, 1) for t, lvl in V1_CHANGED
+]
+
+
+@pytest.mark.parametrize(("topic", "level", "version"), GENERATOR_CASES)
+def test_generated_answers_match_an_independent_computation(topic, level, version):
     for seed in CHECK_SEEDS:
-        p = generate(f"{topic}/{level}/{seed}")
+        p = generate(f"{topic}/{level}/{seed}", version)
         expect = _independent_answer(topic, level, p.question)
         where = f"{p.id}: {p.question} -> {p.answer}"
         if topic == "algebra" and level == 3:
@@ -381,11 +412,10 @@ def test_generated_answers_match_an_independent_computation(topic, level):
             assert _answer_value(p.answer) == expect, where
 
 
-@pytest.mark.parametrize("topic", TOPICS)
-@pytest.mark.parametrize("level", LEVELS)
-def test_generated_oracle_programs_print_the_answer(topic, level):
+@pytest.mark.parametrize(("topic", "level", "version"), GENERATOR_CASES)
+def test_generated_oracle_programs_print_the_answer(topic, level, version):
     for seed in range(0, 2000, 97):
-        p = generate(f"{topic}/{level}/{seed}")
+        p = generate(f"{topic}/{level}/{seed}", version)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             exec(p.code, {})  # our own generated code, not model text
@@ -412,6 +442,58 @@ def test_generated_splits_are_disjoint_seed_ranges():
     assert len(ids["validation"]) == 20 * 1000 and ids["validation"][3] in ids["validation"]
     ranges = sorted(SEEDS.values(), key=lambda r: r.start)
     assert all(a.stop <= b.start for a, b in itertools.pairwise(ranges))
+
+
+def _questions(topic: str, level: int, split: str, version: int = 0, n: int | None = None):
+    seeds = SEEDS[split] if n is None else SEEDS[split][:n]
+    return {generate(f"{topic}/{level}/{s}", version).question for s in seeds}
+
+
+def test_the_v0_table_of_empty_splits_is_what_the_generators_give():
+    for topic in TOPICS:
+        for level in LEVELS:
+            test = _questions(topic, level, "test")
+            validation = _questions(topic, level, "validation")
+            held_out = validation | test
+            if (topic, level) in EMPTY_V0["train"]:  # every train question is held out
+                assert _questions(topic, level, "train") <= held_out, (topic, level)
+            else:  # train serves some of its first 500 seeds
+                assert _questions(topic, level, "train", n=500) - held_out, (topic, level)
+            empty_validation = (topic, level) in EMPTY_V0["validation"]
+            assert (validation <= test) == empty_validation, (topic, level)
+
+
+@pytest.mark.parametrize(
+    ("topics", "levels", "split"),
+    [
+        (["combinatorics"], [1, 2, 4], "train"),
+        (["algebra"], [3], "train"),
+        (["numtheory"], [4], "train"),
+        (["combinatorics"], [2], "validation"),
+    ],
+)
+def test_a_v0_config_with_no_problems_in_its_split_fails_at_construction(topics, levels, split):
+    with pytest.raises(ValueError, match=r"has no problems of .*mas/Math-v1"):
+        MathEnv(topics=topics, levels=levels, split=split)
+    env = MathEnv(topics=topics, levels=levels, split=split, version=1)  # v1 serves them
+    env.reset(seed=0)
+    assert (env.problem.topic, env.problem.level) in [(t, lvl) for t in topics for lvl in levels]
+
+
+def test_v1_partitions_the_questions_of_every_topic_and_level():
+    for topic in TOPICS:
+        for level in LEVELS:
+            by_split = {s: _questions(topic, level, s, version=1, n=200) for s in SEEDS}
+            assert all(by_split.values()), (topic, level)
+            for split, questions in by_split.items():
+                assert {content_split(q) for q in questions} == {split}, (topic, level, split)
+    env = mas_envs.make("mas/Math-v1", topics=["numtheory"], levels=[4])
+    assert env.version == 1
+    for seed in range(20):
+        env.reset(seed=seed)
+        assert content_split(env.problem.question) == "train"
+    env.reset(options={"problem_id": "numtheory/4/7"})  # ids regenerate the same v1 problem
+    assert env.problem == generate("numtheory/4/7", 1) != generate("numtheory/4/7")
 
 
 def test_topics_and_levels_select_generated_problems():

@@ -64,7 +64,18 @@ path is split 80/10/10 by a stable hash of the problem id. ``problems={"train": 
 names each split's source. ``reset(seed=s)`` draws from ``split``;
 ``reset(options={"problem_id": id})`` (or ``"task_id"``) picks one problem.
 
-**Version history.** v0: first version.
+Generated questions repeat across seeds; ``reset`` never serves a train question that is also a
+validation or test question (nor a validation question that is also a test question). In v0, five
+(topic, level) pairs have so few questions that their train split is empty
+(:data:`~mas_envs.math.generators.EMPTY_V0`: algebra/3, numtheory/4, combinatorics/1, 2 and 4;
+validation lacks the three combinatorics ones): the default config never trains on them, and a
+config of only those raises a ``ValueError`` at construction. v1 fixes this: those five draw from
+larger spaces, and the splits partition the questions by a hash of their text (80/10/10), so every
+topic and level has problems in every split and no question is in two splits.
+
+**Version history.** v0: first version. v1 (``mas/Math-v1``, ``version=1``): generated problems
+only: larger spaces for the five small (topic, level) pairs and question-partitioned splits (same
+ids, other questions); prompts, parsing and rewards unchanged.
 """
 
 from __future__ import annotations
@@ -79,7 +90,15 @@ from mas_envs import programs
 from mas_envs import spaces as text_spaces
 from mas_envs.base import SPLITS, Outcome, TaskId, TextEnv
 from mas_envs.math import prompts
-from mas_envs.math.generators import LEVELS, SEEDS, TOPICS, GeneratedIds, generate
+from mas_envs.math.generators import (
+    EMPTY_V0,
+    LEVELS,
+    SEEDS,
+    TOPICS,
+    VERSIONS,
+    GeneratedIds,
+    generate,
+)
 from mas_envs.math.loaders import hash_split, load_problems
 from mas_envs.math.problem import Problem
 from mas_envs.math.prompts import ToolRun, ToolTurn
@@ -100,6 +119,10 @@ class MathEnv(TextEnv):
             (detected from the fields).
         topics: Generator topics to draw from (default: all of ``generators.TOPICS``).
         levels: Generator difficulty levels to draw from (default: 1 to 5).
+        version: The env version whose generated problems and splits to serve: ``0``
+            (``mas/Math-v0``) or ``1`` (``mas/Math-v1``: every topic and level in every split;
+            see the module docstring). The id's registration sets it; only generated problems
+            differ.
         n_reasoners: Reasoners in the team (``mode="mas"`` only).
         tool_timeout_s: Wall-clock limit of one tool program.
         tool_memory_mb: Memory limit of one tool program.
@@ -125,6 +148,7 @@ class MathEnv(TextEnv):
         problem_format: str | None = None,
         topics: Sequence[str] | None = None,
         levels: Sequence[int] | None = None,
+        version: int = 0,
         n_reasoners: int = 1,
         tool_timeout_s: float = 5.0,
         tool_memory_mb: int = 512,
@@ -165,7 +189,14 @@ class MathEnv(TextEnv):
         self._reasoners = tuple(a for a in self.possible_agents if a != "tool")
         self._index = {a: i for i, a in enumerate(self._reasoners)}
         self._bank: dict[str, Problem] = {}
+        self._generated_split = False
         self._ids: dict[str, Sequence[str]] = {}
+        if version not in VERSIONS:
+            raise ValueError(
+                f"version must be one of {list(VERSIONS)} (mas/Math-v0, mas/Math-v1), "
+                f"got {version!r}"
+            )
+        self.version = version
         self._setup_problems(problems, problem_format, topics, levels)
         # Shared with clones on purpose: a program's result depends only on its code.
         self._runner = programs.ProgramRunner(self.tool_timeout_s, tool_memory_mb)
@@ -192,8 +223,19 @@ class MathEnv(TextEnv):
                 raise ValueError(
                     f"levels must be a non-empty subset of {list(LEVELS)}, got {list(levels)}"
                 )
+            empty = EMPTY_V0[self.split] if self.version == 0 else frozenset()
+            if all((t, lvl) in empty for t in topics for lvl in levels):
+                names = ", ".join(f"{t}/{lvl}" for t in topics for lvl in levels)
+                raise ValueError(
+                    f"mas/Math-v0's {self.split} split has no problems of {names}: these levels "
+                    f"have so few distinct questions (33 to 300) that each is also a question of a "
+                    f"later split, which {self.split} never serves. Use mas/Math-v1 (version=1), "
+                    "which serves every topic and level in every split, or add other topics= "
+                    "or levels="
+                )
             self._ids = {s: GeneratedIds(topics, levels, SEEDS[s]) for s in SPLITS}
-            self._source_key: tuple = ("generated", topics, levels)
+            self._source_key: tuple = ("generated", topics, levels, self.version)
+            self._generated_split = self.version >= 1
             return
         if topics is not None or levels is not None:
             raise ValueError(
@@ -249,7 +291,10 @@ class MathEnv(TextEnv):
     def _task_key(self) -> str | None:
         # Generated ids repeat questions (36% of raw train ids gave a validation or test question
         # at the default topics and levels) and datasets hold duplicates: key on the question.
-        return None if self.problem is None else self.problem.question
+        # Version 1's generated splits partition the questions themselves: nothing to redraw.
+        if self.problem is None or (self._generated_split and self.problem.source == "generated"):
+            return None
+        return self.problem.question
 
     def _generator_key(self) -> tuple:
         return self._source_key
@@ -279,7 +324,7 @@ class MathEnv(TextEnv):
                     f"unknown problem id {task_id!r}: not in the loaded problems and not a "
                     f"generated id like 'arith/3/12345' (env.task_ids(split) lists them)"
                 )
-            problem = generate(task_id)
+            problem = generate(task_id, self.version)
         self.problem = problem
         self._question = clean_text(problem.question)
         self._tool: ToolTurn | None = None

@@ -20,6 +20,7 @@ Levels 1 to 5 per topic:
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -31,10 +32,13 @@ import numpy as np
 from mas_envs.math.problem import Problem
 
 __all__ = [
+    "EMPTY_V0",
     "LEVELS",
     "SEEDS",
     "TOPICS",
+    "VERSIONS",
     "GeneratedIds",
+    "content_split",
     "frac_latex",
     "generate",
     "parse_problem_id",
@@ -54,6 +58,45 @@ Train holds 20,000 seeds per (topic, level), i.e. 400,000 problems with all topi
 validation and test 1,000 seeds each (20,000 problems). Sized so that the split's ids can be
 listed and compared as sets.
 """
+
+
+VERSIONS = (0, 1)
+"""Generator versions, one per env version (``mas/Math-v0``, ``mas/Math-v1``): :func:`generate`."""
+
+EMPTY_V0: dict[str, frozenset[tuple[str, int]]] = {
+    "train": frozenset(
+        {
+            ("algebra", 3),
+            ("numtheory", 4),
+            ("combinatorics", 1),
+            ("combinatorics", 2),
+            ("combinatorics", 4),
+        }
+    ),
+    "validation": frozenset({("combinatorics", 1), ("combinatorics", 2), ("combinatorics", 4)}),
+    "test": frozenset(),
+}
+"""Version 0's (topic, level) pairs that a split never serves: they have so few distinct
+questions (33 to 300) that every one is also a question of a later split, which ``reset`` redraws
+(``tests/test_math_env.py`` recomputes this table). Version 1 has none."""
+
+_CONTENT_SHARES = (("train", 8), ("validation", 1), ("test", 1))
+_MAX_DRAWS = 5_000
+
+
+def content_split(question: str) -> str:
+    """The split a version-1 question belongs to: a stable hash of its text, 80/10/10."""
+    h = int.from_bytes(hashlib.blake2b(question.encode("utf-8"), digest_size=8).digest(), "big")
+    slot = h % sum(n for _, n in _CONTENT_SHARES)
+    for split, n in _CONTENT_SHARES:
+        if slot < n:
+            return split
+        slot -= n
+    raise AssertionError("unreachable")
+
+
+def _seed_split(seed: int) -> str | None:
+    return next((split for split, seeds in SEEDS.items() if seed in seeds), None)
 
 
 class GeneratedIds(Sequence[str]):
@@ -122,11 +165,36 @@ def parse_problem_id(problem_id: str) -> tuple[str, int, int]:
     return parts[0], int(parts[1]), int(parts[2])
 
 
-def generate(problem_id: str) -> Problem:
-    """The problem ``problem_id`` (``"<topic>/<level>/<seed>"``), built deterministically."""
+def generate(problem_id: str, version: int = 0) -> Problem:
+    """The problem ``problem_id`` (``"<topic>/<level>/<seed>"``), built deterministically.
+
+    Args:
+        problem_id: ``"<topic>/<level>/<seed>"``.
+        version: ``0`` (``mas/Math-v0``): one draw from the seed's generator. ``1``
+            (``mas/Math-v1``): larger spaces for the five small (topic, level) pairs of
+            :data:`EMPTY_V0`, and the splits partition the *questions*: the seed's generator
+            draws until the question's :func:`content_split` is the seed's split (a seed outside
+            every split takes the first draw), so no question is in two splits and every
+            (topic, level) has questions in each split.
+
+    Raises:
+        ValueError: A malformed id or version.
+    """
     topic, level, seed = parse_problem_id(problem_id)
+    if version not in VERSIONS:
+        raise ValueError(f"generator version must be one of {list(VERSIONS)}, got {version!r}")
     rng = np.random.default_rng([seed, level, TOPICS.index(topic)])
-    question, answer, solution, code = _GENERATORS[topic][level - 1](rng)
+    if version == 0:
+        question, answer, solution, code = _GENERATORS[topic][level - 1](rng)
+    else:
+        make = _GENERATORS_V1[topic][level - 1]
+        split = _seed_split(seed)
+        for _ in range(_MAX_DRAWS):
+            question, answer, solution, code = make(rng)
+            if split is None or content_split(question) == split:
+                break
+        else:  # pragma: no cover - every version-1 space has hundreds of questions per split
+            raise ValueError(f"{problem_id}: no {split} question in {_MAX_DRAWS} draws")
     return Problem(
         id=problem_id,
         question=question,
@@ -510,4 +578,116 @@ _GENERATORS: dict[str, tuple[Callable[[np.random.Generator], Draft], ...]] = {
     "algebra": (_algebra1, _algebra2, _algebra3, _algebra4, _algebra5),
     "numtheory": (_nt1, _nt2, _nt3, _nt4, _nt5),
     "combinatorics": (_comb1, _comb2, _comb3, _comb4, _comb5),
+}
+
+
+# ---------------------------------------------------------------------------- version 1
+# Larger spaces for the (topic, level) pairs of EMPTY_V0 (33 to 300 distinct questions in
+# version 0): same skills, wider ranges, a second kind of question where the range alone is small.
+
+
+def _algebra3_v1(rng: np.random.Generator) -> Draft:
+    a = _int(rng, 1, 5)
+    r = _int(rng, -15, 15)
+    s = _int(rng, -15, 15)
+    while s == r:
+        s = _int(rng, -15, 15)
+    r, s = min(r, s), max(r, s)
+    b, c = -a * (r + s), a * r * s
+    lead = "" if a == 1 else str(a)
+    poly = f"{lead}x^2" + (f" {_signed(b)}x" if b else "") + (f" {_signed(c)}" if c else "")
+    poly = poly.replace(" + 1x", " + x").replace(" - 1x", " - x")
+    divide = f"Dividing by ${a}$, the" if a > 1 else "The"
+    return (
+        f"Find all real solutions of ${poly} = 0$. List them separated by commas.",
+        f"{r}, {s}",
+        f"{divide} quadratic factors as $(x {_signed(-r)})(x {_signed(-s)}) = 0$, so $x = {r}$ "
+        f"or $x = {s}$.",
+        f"import math\na, b, c = {a}, {b}, {c}\nd = math.isqrt(b * b - 4 * a * c)\n"
+        f"print(f'{{(-b - d) // (2 * a)}}, {{(-b + d) // (2 * a)}}')",
+    )
+
+
+_NT4_V1_EXPONENTS = {2: (1, 5), 3: (0, 3), 5: (0, 2), 7: (0, 2), 11: (0, 1), 13: (0, 1)}
+
+
+def _nt4_v1(rng: np.random.Generator) -> Draft:
+    exps = {p: _int(rng, lo, hi) for p, (lo, hi) in _NT4_V1_EXPONENTS.items()}
+    n = math.prod(p**k for p, k in exps.items())
+    ans = math.prod(k + 1 for k in exps.values())
+    fact = " \\cdot ".join(f"{p}^{{{k}}}" if k > 1 else str(p) for p, k in exps.items() if k)
+    count = " \\cdot ".join(f"({k} + 1)" for k in exps.values() if k)
+    return (
+        f"How many positive divisors does ${n}$ have?",
+        str(ans),
+        f"${n} = {fact}$, so it has ${count} = {ans}$ divisors.",
+        f"import math\nn = {n}\n"
+        f"print(sum(2 - (d * d == n) for d in range(1, math.isqrt(n) + 1) if n % d == 0))",
+    )
+
+
+def _comb1_v1(rng: np.random.Generator) -> Draft:
+    if _int(rng, 0, 1) == 0:
+        n = _int(rng, 5, 30)
+        k = _int(rng, 2, n - 2)
+        ans = math.comb(n, k)
+        return (
+            f"In how many ways can a committee of ${k}$ people be chosen from ${n}$ people?",
+            str(ans),
+            f"$\\binom{{{n}}}{{{k}}} = {ans}$.",
+            f"import math\nprint(math.comb({n}, {k}))",
+        )
+    w, m = _int(rng, 3, 10), _int(rng, 3, 10)
+    a, b = _int(rng, 1, w - 1), _int(rng, 1, m - 1)
+    ans = math.comb(w, a) * math.comb(m, b)
+    return (
+        f"In how many ways can a committee of ${a}$ women and ${b}$ men be chosen from ${w}$ "
+        f"women and ${m}$ men?",
+        str(ans),
+        f"Choose the women and the men independently: $\\binom{{{w}}}{{{a}}} \\cdot "
+        f"\\binom{{{m}}}{{{b}}} = {math.comb(w, a)} \\cdot {math.comb(m, b)} = {ans}$.",
+        f"import math\nprint(math.comb({w}, {a}) * math.comb({m}, {b}))",
+    )
+
+
+def _comb2_v1(rng: np.random.Generator) -> Draft:
+    n = _int(rng, 5, 60)
+    k = _int(rng, 2, 5)
+    ans = math.perm(n, k)
+    product = " \\cdot ".join(str(n - i) for i in range(k))
+    return (
+        f"${n}$ runners race. In how many ways can the first ${k}$ places be awarded (no ties)?",
+        str(ans),
+        f"${product} = {ans}$.",
+        f"import math\nprint(math.perm({n}, {k}))",
+    )
+
+
+def _comb4_v1(rng: np.random.Generator) -> Draft:
+    k = _int(rng, 2, 6)
+    xs = " + ".join(f"x_{i + 1}" for i in range(k))
+    if _int(rng, 0, 1) == 0:
+        n = _int(rng, 3, 30)
+        ans = math.comb(n + k - 1, k - 1)
+        return (
+            f"How many solutions in non-negative integers does ${xs} = {n}$ have?",
+            str(ans),
+            f"Stars and bars: $\\binom{{{n} + {k} - 1}}{{{k} - 1}} = {ans}$.",
+            f"import math\nprint(math.comb({n + k - 1}, {k - 1}))",
+        )
+    n = _int(rng, k + 1, 30)
+    ans = math.comb(n - 1, k - 1)
+    return (
+        f"How many solutions in positive integers does ${xs} = {n}$ have?",
+        str(ans),
+        f"Stars and bars (give each variable 1 first): $\\binom{{{n} - 1}}{{{k} - 1}} = {ans}$.",
+        f"import math\nprint(math.comb({n - 1}, {k - 1}))",
+    )
+
+
+_GENERATORS_V1: dict[str, tuple[Callable[[np.random.Generator], Draft], ...]] = {
+    "arith": _GENERATORS["arith"],
+    "algebra": (_algebra1, _algebra2, _algebra3_v1, _algebra4, _algebra5),
+    "numtheory": (_nt1, _nt2, _nt3, _nt4_v1, _nt5),
+    "combinatorics": (_comb1_v1, _comb2_v1, _comb3, _comb4_v1, _comb5),
 }

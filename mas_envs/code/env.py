@@ -83,7 +83,9 @@ Execution
     Programs run only in :mod:`mas_envs.sandbox`, one sandbox process per program and batch of
     cases (:mod:`mas_envs.code.harness`), ``timeout_s`` per case (default 2 s), ``memory_mb``
     (default 512); after ``max_timeouts`` (2) time-outs the batch's remaining cases fail
-    unrun. Results are cached per (program, input) so clones and tree branches never rerun them;
+    unrun. The cases of one sandbox run are isolated from each other (a program cannot see
+    another case's input, e.g. a hidden test's while it runs on a visible one; harness.py says
+    how). Results are cached per (program, input) so clones and tree branches never rerun them;
     ``env.prefetch(texts, agent)`` runs a tree step's K candidate answers in one pooled call.
 
 Version history

@@ -25,7 +25,8 @@ prints its plan: Sokoban, Plan-Path, Sudoku). This module holds what they share:
 * :func:`tool_program`, :func:`program_report` and :func:`code_instructions` are the game envs'
   plan-code step: run the tool's program on the current state (given on its stdin), say why
   nothing came out, and show the program, its output and failures in prompts (capped, passed
-  through :func:`mas_envs.spaces.clean_text`).
+  through :func:`mas_envs.spaces.clean_text`); :func:`print_moves_program` writes a move-list
+  game's simplest tool reply. The game envs' side of it is :class:`mas_envs.games.TeamGameEnv`.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from mas_envs import sandbox
+from mas_envs.moves import format_moves
 from mas_envs.spaces import clean_text
 
 __all__ = [
@@ -50,6 +52,7 @@ __all__ = [
     "extract_code",
     "fenced_blocks",
     "find_program",
+    "print_moves_program",
     "program_report",
     "runner_for",
     "strip_think",
@@ -325,6 +328,11 @@ class ToolProgram(NamedTuple):
         """What it printed (the tail that is read as the answer); ``None`` if it failed."""
         return self.run.stdout if self.run is not None and not self.reason else None
 
+    @property
+    def verdict(self) -> str:
+        """Its run's sandbox verdict; ``""`` when there was no program."""
+        return self.run.verdict if self.run is not None else ""
+
 
 def tool_program(runner: ProgramRunner, text: str, stdin: str, turn: int) -> ToolProgram:
     """Find the program in ``text`` and run it on ``stdin`` (the current state as text)."""
@@ -401,3 +409,9 @@ def code_instructions(task: str, example: str, stdin: str, timeout_s: float) -> 
         f"you may also write it into the program. The planner sees your program, its "
         f"output and the answer it printed."
     )
+
+
+def print_moves_program(moves: tuple[str, ...] | list[str]) -> str:
+    """A tool reply whose program just prints the move list ``moves`` (``#### U, R``): the random
+    and numeric tool replies of the move-list games (Sokoban, Plan-Path)."""
+    return f'```python\nprint("#### {format_moves(moves)}")\n```'

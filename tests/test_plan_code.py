@@ -411,6 +411,22 @@ def test_clones_share_the_cache_and_prefetch_fills_it(env_id, monkeypatch):
 
 
 @pytest.mark.parametrize("env_id", CODE_IDS)
+@pytest.mark.parametrize(("plan", "mode"), [(True, "mas"), (False, "single"), (True, "single")])
+def test_only_the_code_team_runs_programs(env_id, plan, mode, fake):
+    # The rollout hands every env its K texts; a plan-mode env or a single planner (no tool
+    # agent) must treat a program as plain text, in prefetch and in step alike.
+    box = fake(ok("#### U\n"))
+    env = mas_envs.make(env_id.replace("Code", "") if plan else env_id, mode=mode)
+    env.reset(seed=0)
+    program = fenced('print("#### U")')
+    env.prefetch([program, program + " "])
+    env.prefetch([program], agent="tool")
+    env.step(program)
+    assert box.single == 0 and not box.batches
+    assert "verdict" not in env.infos[env.possible_agents[0]]
+
+
+@pytest.mark.parametrize("env_id", CODE_IDS)
 def test_random_text_never_reaches_the_sandbox(env_id, fake):
     box = fake(ok("#### U\n"))
     env = mas_envs.make(env_id)

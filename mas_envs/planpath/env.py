@@ -93,13 +93,13 @@ variant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs import programs, registry
-from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
+from mas_envs import programs
+from mas_envs.base import Outcome, OutcomeFields, TaskId
+from mas_envs.games import TeamGameEnv
 from mas_envs.planpath import grid, prompts
 
 __all__ = ["PlanPathEnv"]
@@ -112,30 +112,23 @@ _SHOWN = {move: (move, move + "*") for move in grid.MOVES}
 _CELL_PX = 16
 
 
-class PlanPathEnv(TextEnv):
+class PlanPathEnv(TeamGameEnv):
     """Grid path planning with a tool agent and a planner (see the module docstring: the card).
 
     Args:
         rows: Grid height, 2..32.
         cols: Grid width, 2..32.
         wall_prob: Probability that a cell is a wall, 0.0..0.5.
-        tool_mode: ``"plan"`` (the tool answers with moves) or ``"code"`` (with a program that
-            prints them, run in the sandbox; see the card).
-        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``), (0, 60].
-        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``), 32-8192.
-        **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
-            ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
+        **kwargs: ``tool_mode`` (the tool answers with moves, or with a program that prints
+            them), ``tool_timeout_s``, ``tool_memory_mb`` (see
+            :class:`~mas_envs.games.TeamGameEnv`); ``mode``, ``alpha``, ``max_turns``, ``split``,
+            ``render_mode``, ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["human", "ansi", "rgb_array"],
+        **TeamGameEnv.metadata,
         "name": "planpath_v0",
-        "is_parallelizable": True,
         "render_fps": 4,
-    }
-    roles: ClassVar[dict[str, tuple[str, ...]]] = {
-        "mas": ("tool", "planner"),
-        "single": ("planner",),
     }
 
     def __init__(
@@ -144,9 +137,6 @@ class PlanPathEnv(TextEnv):
         rows: int = 10,
         cols: int = 10,
         wall_prob: float = 0.22,
-        tool_mode: str = "plan",
-        tool_timeout_s: float = 5.0,
-        tool_memory_mb: int = 512,
         **kwargs: Any,
     ) -> None:
         for name, value in (("rows", rows), ("cols", cols)):
@@ -158,17 +148,10 @@ class PlanPathEnv(TextEnv):
             or not 0.0 <= wall_prob <= 0.5
         ):
             raise ValueError(f"wall_prob must be a number in [0.0, 0.5], got {wall_prob!r}")
-        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
         super().__init__(**kwargs)
         self.rows, self.cols, self.wall_prob = rows, cols, float(wall_prob)
         self._max_moves = 4 * rows * cols
-        self.tool_mode = tool_mode
-        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
-        self._runner = runner if self.mode == "mas" else None
-        self._code_ask = prompts.code_ask(float(tool_timeout_s))
-        texts = "code" if self._runner is not None else self.mode
-        self._systems = {a: prompts.system_text(texts, a) for a in self.possible_agents}
-        self._mas = self.mode == "mas"
+        self._code_ask = prompts.code_ask(self.tool_timeout_s)
         # Game state: immutable values only, so clone() shares them and needs no _copy_state.
         self._level: grid.Level | None = None
         self._grid_text = ""
@@ -189,9 +172,6 @@ class PlanPathEnv(TextEnv):
         self._program: programs.ToolProgram | None = None
 
     # ------------------------------------------------------------------ TextEnv hooks
-
-    def task_ids(self, split: str | None = None) -> Sequence[TaskId]:
-        return registry.GAME_SPLITS[split or self.split]
 
     def _load_task(self, task_id: TaskId) -> None:
         if not isinstance(task_id, int | np.integer) or isinstance(task_id, bool) or task_id < 0:
@@ -292,18 +272,13 @@ class PlanPathEnv(TextEnv):
         """``tool_mode="code"``: run the tool's program, score the moves it printed on a copy."""
         assert self._runner is not None and self._level is not None, "call reset() first"
         program = self._program = programs.tool_program(
-            self._runner, text, self._grid_with_agent(), self.turn
+            self._runner, text, self._tool_stdin(), self.turn
         )
         self._proposal = None
-        info: dict[str, Any] = {
-            "proposal_reaches_goal": False,
-            "verdict": program.run.verdict if program.run is not None else "",
-        }
+        info: dict[str, Any] = {"proposal_reaches_goal": False, "verdict": program.verdict}
         output = program.output
         if output is None:
-            if info["verdict"] == "sandbox_error":  # not the agent's fault: no penalty
-                return Outcome(0.0, reason=program.reason, info=info)
-            return Outcome(self.format_penalty, parsed=False, reason=program.reason, info=info)
+            return self._program_failed(program.reason, info)
         parsed = prompts.parse_answer(output, self._max_moves)
         if parsed.reason:
             reason = f"the program's output has no move list: {parsed.reason}"
@@ -316,19 +291,8 @@ class PlanPathEnv(TextEnv):
         info["proposal_reaches_goal"] = reached
         return Outcome(reward, info=info)
 
-    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
-        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
-
-        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
-        runs their programs in one pooled sandbox call and fills the cache the clones share, so
-        the K steps only read it. It changes no state; other agents' texts are ignored.
-        """
-        if self._runner is None or (agent or self.agent_selection) != "tool":
-            return
-        self._runner.prefetch_texts(texts, self._grid_with_agent(), self.max_action_chars)
-
-    def _grid_with_agent(self) -> str:
-        """The grid as the prompt shows it, ``A`` at the agent (a tool program's stdin)."""
+    def _tool_stdin(self) -> str:
+        """The grid as the prompt shows it, ``A`` at the agent."""
         i = self._cell + self._cell // self.cols
         return self._grid_text[:i] + "A" + self._grid_text[i + 1 :]
 
@@ -340,8 +304,8 @@ class PlanPathEnv(TextEnv):
     def _generator_key(self) -> tuple[int, int, float]:
         return (self.rows, self.cols, self.wall_prob)
 
-    def _system(self, agent: str) -> str:
-        return self._systems[agent]
+    def _system_text(self, texts: str, agent: str) -> str:
+        return prompts.system_text(texts, agent)
 
     def observe(self, agent: str) -> dict[str, str]:
         # TextEnv.observe without its two method calls: observe runs after every step.
@@ -406,15 +370,15 @@ class PlanPathEnv(TextEnv):
         """A shortest move list (``#### U, R``); with ``tool_mode="code"`` the tool's is a BFS
         program that prints one (:func:`~mas_envs.planpath.prompts.oracle_program`)."""
         assert self._level is not None, "call reset() first"
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
-            return prompts.oracle_program(self._grid_with_agent())
+        if self._writes_program(agent):
+            return prompts.oracle_program(self._tool_stdin())
         return "#### " + ", ".join(grid.shortest_path(self._level, self._cell))
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, self.rows + self.cols + 1))
         moves = [grid.MOVES[int(i)] for i in rng.integers(0, 4, size=n)]
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
-            return prompts.print_program(moves)
+        if self._writes_program(agent):
+            return programs.print_moves_program(moves)
         return "#### " + ", ".join(moves)
 
     # ------------------------------------------------------------------ queries
@@ -447,7 +411,7 @@ class PlanPathEnv(TextEnv):
         if not 0 <= action < 4:
             raise ValueError(f"Plan-Path numeric action must be in [0, 4), got {action!r}")
         if self._runner is not None and agent == "tool":  # tool_mode="code": a program
-            return prompts.print_program([grid.MOVES[action]])
+            return programs.print_moves_program([grid.MOVES[action]])
         return _NUMERIC_TEXT[action]
 
     def numeric_observation_shape(self) -> tuple[int, ...]:
@@ -476,12 +440,9 @@ class PlanPathEnv(TextEnv):
     def _render_text(self) -> str:
         if self._level is None:
             return "(not reset)"
-        i = self._cell + self._cell // self.cols
         row, col = self.position
         return (
-            self._grid_text[:i]
-            + "A"
-            + self._grid_text[i + 1 :]
+            self._tool_stdin()
             + f"\nagent ({row}, {col})  goal {self._level.rc(self._level.goal)}  "
             f"moves {len(self._moves)}  turn {self.turn}/{self.max_turns}"
             + ("  solved" if self.success else "")

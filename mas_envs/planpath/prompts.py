@@ -22,7 +22,6 @@ __all__ = [
     "grid_text",
     "oracle_program",
     "parse_answer",
-    "print_program",
     "program_section",
     "prompt",
     "system_text",
@@ -243,11 +242,6 @@ def program_section(program: programs.ToolProgram, moves: tuple[str, ...] | None
     if program.run is None:  # no program at all: the reason says so
         return proposal
     return programs.program_report(program, "Tool agent's") + "\n" + proposal
-
-
-def print_program(moves: tuple[str, ...] | list[str]) -> str:
-    """A tool reply whose program just prints ``moves`` (the random policy's)."""
-    return f'```python\nprint("#### {format_moves(moves)}")\n```'
 
 
 def oracle_program(grid_with_agent: str) -> str:

@@ -76,15 +76,14 @@ Version history:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from numbers import Integral
 from typing import Any, ClassVar
 
 import numpy as np
 
 from mas_envs import programs
-from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
-from mas_envs.registry import GAME_SPLITS
+from mas_envs.base import Outcome, OutcomeFields, TaskId
+from mas_envs.games import TeamGameEnv
 from mas_envs.sokoban import prompts
 from mas_envs.sokoban.board import Board, Rewards, parse_level, play_fields, player_region
 from mas_envs.sokoban.generate import generate_level
@@ -100,7 +99,7 @@ _ONE_MOVE: dict[str, tuple[str, ...]] = {f"#### {m}": (m,) for m in _MOVES}
 _MIN_SIDE, _MAX_SIDE = 5, 16
 
 
-class SokobanEnv(TextEnv):
+class SokobanEnv(TeamGameEnv):
     """Sokoban for LLM agents; see the module docstring (the env card).
 
     Args:
@@ -109,26 +108,19 @@ class SokobanEnv(TextEnv):
         boxes: Boxes (and goals) per level, 1 to ``(width - 2) * (height - 2) // 4``.
         shaping_scale: Scale of the distance potential (0 turns shaping off).
         shaping_gamma: Discount of the shaping term, in (0, 1].
-        tool_mode: ``"plan"`` (the tool answers with moves) or ``"code"`` (with a program that
-            prints them, run in the sandbox; see the card).
-        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``), (0, 60].
-        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``), 32-8192.
-        **kwargs: ``mode``, ``alpha``, ``max_turns``, ``split``, ``render_mode``,
-            ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
+        **kwargs: ``tool_mode`` (the tool answers with moves, or with a program that prints
+            them), ``tool_timeout_s``, ``tool_memory_mb`` (see
+            :class:`~mas_envs.games.TeamGameEnv`); ``mode``, ``alpha``, ``max_turns``, ``split``,
+            ``render_mode``, ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
 
     Raises:
         ValueError: A parameter is out of range (the message names it and the allowed range).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["human", "ansi", "rgb_array"],
+        **TeamGameEnv.metadata,
         "name": "sokoban_v0",
         "render_fps": 4,
-        "is_parallelizable": True,
-    }
-    roles: ClassVar[dict[str, tuple[str, ...]]] = {
-        "mas": ("tool", "planner"),
-        "single": ("planner",),
     }
 
     def __init__(
@@ -139,9 +131,6 @@ class SokobanEnv(TextEnv):
         boxes: int = 1,
         shaping_scale: float = 0.1,
         shaping_gamma: float = 1.0,
-        tool_mode: str = "plan",
-        tool_timeout_s: float = 5.0,
-        tool_memory_mb: int = 512,
         **kwargs: Any,
     ) -> None:
         for name, value in (("width", width), ("height", height)):
@@ -160,15 +149,8 @@ class SokobanEnv(TextEnv):
             raise ValueError(f"shaping_scale must be a finite number >= 0, got {shaping_scale!r}")
         if not (np.isfinite(shaping_gamma) and 0 < shaping_gamma <= 1):
             raise ValueError(f"shaping_gamma must be in (0, 1], got {shaping_gamma!r}")
-        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
         super().__init__(**kwargs)
-        self.tool_mode = tool_mode
-        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
-        self._runner = runner if self.mode == "mas" else None
-        texts = "code" if self._runner is not None else self.mode
-        self._systems = {a: prompts.SYSTEM[texts, a] for a in self.possible_agents}
-        self._mas = self.mode == "mas"
-        self._code_ask = prompts.code_ask(float(tool_timeout_s))
+        self._code_ask = prompts.code_ask(self.tool_timeout_s)
         self.width, self.height, self.n_boxes = width, height, boxes
         self.reward_table = Rewards(shaping_scale=shaping_scale, shaping_gamma=shaping_gamma)
         self.max_moves = 4 * width * height
@@ -196,9 +178,6 @@ class SokobanEnv(TextEnv):
         self._made_text = prompts.NO_MOVES
 
     # ------------------------------------------------------------------ TextEnv hooks
-
-    def task_ids(self, split: str | None = None) -> Sequence[TaskId]:
-        return GAME_SPLITS[split or self.split]
 
     def _load_task(self, task_id: TaskId) -> None:
         if isinstance(task_id, str):
@@ -293,16 +272,14 @@ class SokobanEnv(TextEnv):
         assert board is not None, "reset() first"
         assert self._runner is not None
         self._prompts = {}
-        program = programs.tool_program(
-            self._runner, text, board.render(self.player, self.boxes), self.turn
-        )
+        program = programs.tool_program(self._runner, text, self._tool_stdin(), self.turn)
         self.program = program
         info: dict[str, Any] = {
             "boxes_on_goals": len(self.boxes & board.goals),
             "moves_made": 0,
             "failed_moves": 0,
             "stuck": not board.dead.isdisjoint(self.boxes),
-            "verdict": program.run.verdict if program.run is not None else "",
+            "verdict": program.verdict,
         }
         output = program.output
         if output is None:
@@ -315,9 +292,7 @@ class SokobanEnv(TextEnv):
         if not moves:
             self.proposal = prompts.program_proposal_line(None, reason)
             self.proposed_first = None
-            if info["verdict"] == "sandbox_error":  # not the agent's fault: no penalty
-                return Outcome(0.0, reason=reason, info=info)
-            return Outcome(self.format_penalty, parsed=False, reason=reason, info=info)
+            return self._program_failed(reason, info)
         _, boxes, reward, made, invalid, _, on_goals, _ = play_fields(
             board, self.player, self.boxes, moves, self.reward_table
         )
@@ -332,18 +307,10 @@ class SokobanEnv(TextEnv):
         self.proposed_first = moves[0]
         return Outcome(reward, info=info)
 
-    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
-        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
-
-        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
-        runs their programs in one pooled sandbox call and fills the cache the clones share, so
-        the K steps only read it. It changes no state; other agents' texts are ignored.
-        """
-        if self._runner is None or (agent or self.agent_selection) != "tool":
-            return
-        assert self.board is not None, "reset() first"
-        stdin = self.board.render(self.player, self.boxes)
-        self._runner.prefetch_texts(texts, stdin, self.max_action_chars)
+    def _tool_stdin(self) -> str:
+        board = self.board
+        assert board is not None, "reset() first"
+        return board.render(self.player, self.boxes)  # the board as the prompt shows it
 
     def observe(self, agent: str) -> dict[str, str]:
         # TextEnv.observe without its two method calls: observe runs after every step.
@@ -362,8 +329,8 @@ class SokobanEnv(TextEnv):
     def _generator_key(self) -> tuple[int, int, int]:
         return (self.width, self.height, self.n_boxes)
 
-    def _system(self, agent: str) -> str:
-        return self._systems[agent]
+    def _system_text(self, texts: str, agent: str) -> str:
+        return prompts.SYSTEM[texts, agent]
 
     def _prompt(self, agent: str) -> str:
         return self._prompts.get(agent) or self._build_prompt(agent)
@@ -445,21 +412,20 @@ class SokobanEnv(TextEnv):
         if not moves:
             # Stuck (or solved): no plan helps; answer a well-formed single move.
             moves = ("U",)
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
+        if self._writes_program(agent):
             board = self.board
             assert board is not None
             if not solvable:
-                return prompts.print_program(moves)
+                return programs.print_moves_program(moves)
             free = board.width * board.height - len(board.walls)
-            picture = board.render(self.player, self.boxes)
-            return prompts.oracle_program(picture, free, len(self.boxes), moves)
+            return prompts.oracle_program(self._tool_stdin(), free, len(self.boxes), moves)
         return prompts.answer_text(moves)
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, 2 * (self.width + self.height) + 1))
         moves = tuple(_MOVES[i] for i in rng.integers(0, 4, size=n).tolist())
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
-            return prompts.print_program(moves)
+        if self._writes_program(agent):
+            return programs.print_moves_program(moves)
         return prompts.answer_text(moves)
 
     # ------------------------------------------------------------------ numeric view
@@ -474,7 +440,7 @@ class SokobanEnv(TextEnv):
         if not 0 <= int(action) < 4:
             raise ValueError(f"a Sokoban numeric action is 0-3 (U, D, L, R), got {action!r}")
         if self._runner is not None and agent == "tool":  # tool_mode="code": a program
-            return prompts.print_program((_MOVES[int(action)],))
+            return programs.print_moves_program((_MOVES[int(action)],))
         return prompts.answer_text((_MOVES[int(action)],))
 
     def numeric_observation_shape(self) -> tuple[int, ...]:

@@ -26,7 +26,6 @@ __all__ = [
     "failed_note",
     "oracle_program",
     "parse_answer",
-    "print_program",
     "program_proposal_line",
     "proposal_line",
     "read_answer",
@@ -241,11 +240,6 @@ def program_section(report: str, proposal: str | None, own: bool) -> str:
         return f"\n{report}\n"
     plan = f"\nThe plan it gave: {proposal}" if proposal is not None else ""
     return f"\n{report}{plan}\n"
-
-
-def print_program(moves: tuple[str, ...]) -> str:
-    """A tool reply whose program just prints ``moves`` (the random policy's answer)."""
-    return f'```python\nprint("#### {format_moves(moves)}")\n```'
 
 
 def oracle_program(board_text: str, n_free: int, n_boxes: int, moves: tuple[str, ...]) -> str:

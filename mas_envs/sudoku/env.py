@@ -97,15 +97,15 @@ variant.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from itertools import compress
 from operator import eq, itemgetter, ne
 from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs import programs, registry
-from mas_envs.base import Outcome, OutcomeFields, TaskId, TextEnv
+from mas_envs import programs
+from mas_envs.base import Outcome, OutcomeFields, TaskId
+from mas_envs.games import TeamGameEnv
 from mas_envs.spaces import clean_text
 from mas_envs.sudoku import prompts
 from mas_envs.sudoku.generate import check_config, generate
@@ -118,60 +118,35 @@ SOLVED_REWARD = 2.0
 INVALID_REWARD = -0.5
 
 
-class SudokuEnv(TextEnv):
+class SudokuEnv(TeamGameEnv):
     """Sudoku with a tool agent that proposes and a planner that fills (see the module card).
 
     Args:
         size: Board size, 4 or 9.
         clues: Given digits (``None``: 6 for 4x4, 30 for 9x9); see
             :data:`mas_envs.sudoku.generate.CLUE_RANGE`.
-        tool_mode: ``"plan"`` (the tool answers with a grid or fills) or ``"code"`` (with a
-            program that prints them, run in the sandbox; see the card).
-        tool_timeout_s: Wall-clock limit of one tool program (``tool_mode="code"``).
-        tool_memory_mb: Memory limit of one tool program (``tool_mode="code"``).
-        mode, alpha, max_turns, split, render_mode, max_action_chars: See :class:`TextEnv`.
+        **kwargs: ``tool_mode`` (the tool answers with a grid or fills, or with a program that
+            prints them), ``tool_timeout_s``, ``tool_memory_mb`` (see
+            :class:`~mas_envs.games.TeamGameEnv`); ``mode``, ``alpha``, ``max_turns``, ``split``,
+            ``render_mode``, ``max_action_chars`` (see :class:`~mas_envs.base.TextEnv`).
     """
 
     metadata: ClassVar[dict[str, Any]] = {
-        "render_modes": ["human", "ansi", "rgb_array"],
+        **TeamGameEnv.metadata,
         "name": "sudoku_v0",
         "render_fps": 2,
-        "is_parallelizable": True,
-    }
-    roles: ClassVar[dict[str, tuple[str, ...]]] = {
-        "mas": ("tool", "planner"),
-        "single": ("planner",),
     }
 
-    def __init__(
-        self,
-        *,
-        size: int = 4,
-        clues: int | None = None,
-        max_turns: int = 3,
-        tool_mode: str = "plan",
-        tool_timeout_s: float = 5.0,
-        tool_memory_mb: int = 512,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, *, size: int = 4, clues: int | None = None, **kwargs: Any) -> None:
         self.clues = check_config(size, clues)
         self.size = int(size)
-        runner = programs.runner_for(tool_mode, tool_timeout_s, tool_memory_mb)
-        super().__init__(max_turns=max_turns, **kwargs)
-        self.tool_mode = tool_mode
-        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
-        self._runner = runner if self.mode == "mas" else None
+        super().__init__(**kwargs)
         geo = geometry(self.size)
-        self._rules = prompts.rules_text(self.size, geo.box, max_turns)
+        self._rules = prompts.rules_text(self.size, geo.box, self.max_turns)
         self._format = prompts.format_text(self.size)
-        self._code_format = prompts.code_format_text(self.size, float(tool_timeout_s))
-        texts = "code" if self._runner is not None else self.mode
-        self._systems = {a: prompts.system_text(texts, a) for a in self.possible_agents}
+        self._code_format = prompts.code_format_text(self.size, self.tool_timeout_s)
 
     # ------------------------------------------------------------------ task
-
-    def task_ids(self, split: str | None = None) -> range:
-        return registry.GAME_SPLITS[split or self.split]
 
     def _load_task(self, task_id: TaskId) -> None:
         if isinstance(task_id, bool) or not isinstance(task_id, (int, np.integer)) or task_id < 0:
@@ -289,14 +264,12 @@ class SudokuEnv(TextEnv):
         program = self._program = programs.tool_program(
             self._runner, text, self._clue_input, self.turn
         )
-        verdict = program.run.verdict if program.run is not None else ""
+        verdict = program.verdict
         output = program.output
         if output is None:
             self._proposal = (self.turn, None, program.reason)
             info = {"valid": False, "empty": self._board.count(0), "verdict": verdict}
-            if verdict == "sandbox_error":  # not the agent's fault: no penalty
-                return Outcome(0.0, reason=program.reason, info=info)
-            return Outcome(self.format_penalty, parsed=False, reason=program.reason, info=info)
+            return self._program_failed(program.reason, info)
         reward, new, reason, _ = self._judge(output)
         if new is None:
             reason = f"the program's output has no answer: {reason}"
@@ -305,16 +278,8 @@ class SudokuEnv(TextEnv):
         info = {"valid": not reason, "empty": after.count(0), "verdict": verdict}
         return Outcome(reward, parsed=new is not None, reason=reason, info=info)
 
-    def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
-        """Run the programs of candidate tool replies ``texts`` at once (``tool_mode="code"``).
-
-        A tree rollout samples K replies for the tool and steps K clones with them; ``prefetch``
-        runs their programs in one pooled sandbox call and fills the cache the clones share, so
-        the K steps only read it. It changes no state; other agents' texts are ignored.
-        """
-        if self._runner is None or (agent or self.agent_selection) != "tool":
-            return
-        self._runner.prefetch_texts(texts, self._clue_input, self.max_action_chars)
+    def _tool_stdin(self) -> str:
+        return self._clue_input  # the given clues: a program solves the puzzle, not the board
 
     # ------------------------------------------------------------------ text
 
@@ -326,8 +291,8 @@ class SudokuEnv(TextEnv):
     def _generator_key(self) -> tuple[int, int]:
         return (self.size, self.clues)
 
-    def _system(self, agent: str) -> str:
-        return self._systems[agent]
+    def _system_text(self, texts: str, agent: str) -> str:
+        return prompts.system_text(texts, agent)
 
     def _prompt(self, agent: str) -> str:
         parts = [
@@ -441,7 +406,7 @@ class SudokuEnv(TextEnv):
     def oracle_action(self, agent: str | None = None) -> str:
         """The solution grid; with ``tool_mode="code"`` the tool's is a solver program
         (:func:`~mas_envs.sudoku.prompts.oracle_program`) that prints it."""
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
+        if self._writes_program(agent):
             return prompts.oracle_program(self._clue_input)
         return "####\n" + format_grid(self._solution, self.size)
 
@@ -449,7 +414,7 @@ class SudokuEnv(TextEnv):
         """A random grid (clues kept) or random fills; the tool's is a program printing one
         with ``tool_mode="code"``."""
         text = self._random_answer(rng)
-        if self._runner is not None and (agent or self.agent_selection) == "tool":
+        if self._writes_program(agent):
             return prompts.print_program(text)
         return text
 

@@ -902,3 +902,41 @@ def test_a_function_sees_no_other_test_argument():
     cases = tuple(Case("call", repr((s,)), "[]") for s in secrets)
     results = run_requests([Request(program, cases, "f")], Limits(timeout_s=5.0))[0]
     assert [r.status for r in results] == ["pass"] * 3, results
+
+
+def test_a_script_test_keeps_its_expected_value_from_the_program():
+    # A HumanEval-style assert holds its expected value; the program looks for it in its callers'
+    # frames, every object and its whole memory, and returns what it finds.
+    program = (
+        "import ctypes, gc, re, sys\n"
+        "PAT = re.compile(rb'SEC' rb'RET-[0-9a-f]{8}')\n"
+        "def f(x):\n"
+        "    found = set()\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        found.update(PAT.findall(repr(frame.f_code.co_consts).encode()))\n"
+        "        found.update(PAT.findall(repr(frame.f_locals).encode()))\n"
+        "        frame = frame.f_back\n"
+        "    for o in gc.get_objects():\n"
+        "        found.update(PAT.findall(repr(o)[:100000].encode()))\n"
+        "    ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)\n"
+        "    mem = open('/proc/self/mem', 'rb', buffering=0)\n"
+        "    for line in open('/proc/self/maps').read().splitlines():\n"
+        "        addr, perms = line.split()[:2]\n"
+        "        lo, hi = (int(v, 16) for v in addr.split('-'))\n"
+        "        if perms[0] == 'r' and hi - lo < 1 << 28 and 'vsyscall' not in line:\n"
+        "            try:\n"
+        "                mem.seek(lo)\n"
+        "                found.update(PAT.findall(mem.read(hi - lo)))\n"
+        "            except (OSError, ValueError, OverflowError):\n"
+        "                pass\n"
+        "    return sorted(m.decode() for m in found)[0] if found else 'nothing'\n"
+        f"# {time.time()}\n"
+    )
+    case = Case("script", "for i in range(3):\n    assert candidate(i) == 'SECRET-0badc0de'")
+    (res,) = run_requests([Request(program, (case,), "f")], Limits(timeout_s=5.0))[0]
+    assert not res.passed and "AssertionError" in res.error, res
+    # The same program on an assert it can pass honestly: the checker and the calls work.
+    honest = Case("script", "assert candidate(0) == 'nothing' and candidate(1) != 'x'")
+    (ok,) = run_requests([Request(program, (honest,), "f")], Limits(timeout_s=5.0))[0]
+    assert ok.passed, ok

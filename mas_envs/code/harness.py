@@ -27,12 +27,13 @@ on a visible case), nor its result:
   directory, ``/tmp`` and ``/dev/shm``; the sandbox's seccomp filter refuses System V IPC and
   POSIX message queues (kernel objects that outlive their creator).
 
-Expected outputs never enter the sandbox for ``stdio`` and ``call`` tests: the harness only reports
-what the program printed or returned, and the env compares in its own process. ``script`` tests
-(HumanEval asserts that are not a plain ``f(literal) == literal``) run their assert next to the
-program, as HumanEval's own harness does; the function's return values are first converted to
-plain built-in types, so an object whose ``__eq__`` always says ``True`` does not pass. (Such an
-assert's expected values are in the child that runs it; only that one test's.)
+Expected outputs never reach a process that runs the program. For ``stdio`` and ``call`` tests
+they never enter the sandbox: the harness only reports what the program printed or returned, and
+the env compares in its own process. ``script`` tests (HumanEval asserts that are not a plain
+``f(literal) == literal``) need the assert to run in the sandbox: a separate *checker* process
+runs it, calling the program's functions in the program's process (see "script tests" below);
+their return values are plain built-in values, so an object whose ``__eq__`` always says
+``True`` does not pass, and a program that inspects its caller's frame finds no assert there.
 
 Spec (stdin): a header line with the byte length of the JSON that follows it, ``{"program": str,
 "fn_name": str|null, "setup": str, "timeout": float, "max_timeouts": int}``; then, read only after
@@ -46,12 +47,15 @@ value) and ``err`` (the tail of stderr or the error message).
 from __future__ import annotations
 
 import ast
+import builtins
 import contextlib
 import json
+import marshal
 import os
 import select
 import signal
 import socket
+import struct
 import sys
 import time
 import traceback
@@ -109,7 +113,9 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
     status = 0
     try:
         os.setpgid(0, 0)
-        # call/script input: read, then closed, before the program runs.
+        if kind == "script":
+            _script_child(code, data_fd, res_fd, spec)
+        # call input: read, then closed, before the program runs.
         text = _read_all(data_fd).decode("utf-8", "replace")
         os.close(data_fd)
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
@@ -123,12 +129,6 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
             result = repr(plain(fn(*ast.literal_eval(text))))
             sys.stdout.flush()
             os.write(res_fd, result.encode("utf-8", "replace"))
-        elif kind == "script":
-            inner = _resolve(ns, spec["fn_name"])
-            ns["candidate"] = lambda *a, **k: plain(inner(*a, **k))
-            exec(spec.get("setup") or "", ns)
-            exec(text, ns)
-            os.write(res_fd, b"ok")
     except SystemExit as e:
         if e.code not in (None, 0):
             status = 1
@@ -144,6 +144,148 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
     except BaseException:
         pass
     os._exit(status)
+
+
+# ---------------------------------------------------------------------------- script tests
+#
+# A script test's assert holds its expected values, so it never runs where the program runs: the
+# test's child forks a *checker* before it loads the program (the checker inherits no program,
+# and, like every child here, is not dumpable, so the program cannot read its memory), then runs
+# the program and serves the checker's calls. The checker runs the setup and the assert with
+# ``candidate`` (and every function the program defines, e.g. HumanEval's helpers) standing for
+# the program's: each call sends its arguments to the program's process and gets back the plain
+# return value (``marshal``: exact floats, nan and inf included). The program sees the arguments
+# of its calls, never the values they are compared with.
+
+_MAX_MESSAGE = 64 << 20
+
+
+def _send(fd: int, obj: Any) -> None:
+    data = marshal.dumps(obj)
+    view = memoryview(struct.pack("<I", len(data)) + data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _recv(fd: int) -> Any:
+    """The next message on ``fd``; ``None`` at end of file (the other side is gone)."""
+    head = _read_exact(fd, 4)
+    if head is None:
+        return None
+    (size,) = struct.unpack("<I", head)
+    if size > _MAX_MESSAGE:
+        raise ValueError(f"message of {size} bytes is too long")
+    body = _read_exact(fd, size)
+    if body is None:
+        return None
+    return marshal.loads(body)
+
+
+def _read_exact(fd: int, size: int) -> bytes | None:
+    buf = bytearray()
+    while len(buf) < size:
+        chunk = os.read(fd, size - len(buf))
+        if not chunk:
+            return None
+        buf += chunk
+    return bytes(buf)
+
+
+class _Remote:
+    """In the checker: calls a function of the program, in the program's process."""
+
+    def __init__(self, name: str | None, req_fd: int, rep_fd: int) -> None:
+        self.name, self.req_fd, self.rep_fd = name, req_fd, rep_fd
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            _send(self.req_fd, (self.name, args, kwargs))
+        except ValueError as e:  # marshal: an argument that is not a plain value
+            raise TypeError(f"cannot pass {args!r} to the program: {e}") from None
+        except OSError:
+            raise RuntimeError("the program stopped before the test was done") from None
+        reply = _recv(self.rep_fd)
+        if not isinstance(reply, tuple) or not reply:
+            raise RuntimeError("the program stopped before the test was done")
+        if reply[0] == "ok" and len(reply) == 2:
+            return plain(reply[1])
+        kind = getattr(builtins, str(reply[1]), None) if len(reply) == 3 else None
+        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+            kind = RuntimeError
+        raise kind(str(reply[-1]))
+
+
+def _checker(spec: dict[str, Any], data_fd: int, res_fd: int, req_fd: int, rep_fd: int) -> None:
+    """The checker process of a script test (see above); never returns."""
+    status = 0
+    try:
+        text = _read_all(data_fd).decode("utf-8", "replace")
+        os.close(data_fd)
+        names = _recv(rep_fd)  # the program's functions, once it has loaded
+        if not isinstance(names, list):
+            raise RuntimeError("the program did not load (its error is above)")
+        ns: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
+        for name in names:
+            if isinstance(name, str):
+                ns[name] = _Remote(name, req_fd, rep_fd)
+        ns["candidate"] = _Remote(None, req_fd, rep_fd)
+        exec(spec.get("setup") or "", ns)
+        exec(text, ns)
+        os.write(res_fd, b"ok")
+    except BaseException as e:
+        status = 1
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
+    with contextlib.suppress(BaseException):
+        sys.stderr.flush()
+    os._exit(status)
+
+
+def _script_child(code: Any, data_fd: int, res_fd: int, spec: dict[str, Any]) -> None:
+    """A script test's child: fork the checker, then run the program and serve it; no return."""
+    req_r, req_w = os.pipe()
+    rep_r, rep_w = os.pipe()
+    checker = os.fork()
+    if checker == 0:
+        os.close(req_r)
+        os.close(rep_w)
+        _checker(spec, data_fd, res_fd, req_w, rep_r)
+    for fd in (data_fd, res_fd, req_w, rep_r):
+        os.close(fd)
+    status = 0
+    try:
+        sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        ns: dict[str, Any] = {"__name__": "__solution__", "__builtins__": __builtins__}
+        exec(code, ns)
+        inner = _resolve(ns, spec["fn_name"])
+        names = [k for k, v in ns.items() if not k.startswith("__") and _is_function(v)]
+        _send(rep_w, names)
+        while (request := _recv(req_r)) is not None:
+            name, args, kwargs = request
+            fn: Any = inner if name is None else ns.get(name)
+            try:
+                reply: tuple[Any, ...] = ("ok", plain(fn(*args, **kwargs)))
+            except BaseException as e:
+                reply = ("error", type(e).__name__, f"{type(e).__name__}: {e}"[:2000])
+            sys.stdout.flush()
+            _send(rep_w, reply)
+    except BaseException as e:
+        status = 1
+        traceback.print_exception(type(e), e, e.__traceback__.tb_next if e.__traceback__ else None)
+    with contextlib.suppress(BaseException):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    for fd in (req_r, rep_w):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _, wstatus = os.waitpid(checker, 0)
+    checked = os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0
+    os._exit(status or (0 if checked else 1))
+
+
+def _is_function(value: Any) -> bool:
+    return callable(value) and not isinstance(value, type) and type(value).__name__ != "module"
 
 
 # ---------------------------------------------------------------------------- the zygote

@@ -27,8 +27,8 @@ numbers are decided at once; what needs math-verify or sympy runs
 * on any other thread (a trainer's rollout threads), or when the main thread's alarm timer is
   busy: in a grader worker process (a fresh interpreter that loads this file; at most
   :data:`MAX_WORKERS` of them, started when first needed, each reused), which is killed and
-  replaced when it overruns. ``(x+1)^{300}(x-1)^{300}-(x^2-1)^{299}`` (36 characters, no tower)
-  keeps math-verify busy for 7 s; off the main thread it used to have no limit at all.
+  replaced when it overruns. ``(x+y+z+1)^{99}`` (14 characters, past every guard below) keeps
+  math-verify and sympy busy for over a minute; off the main thread it used to have no limit.
 
 Results are cached per (gold, pred, backend).
 """

@@ -940,3 +940,19 @@ def test_a_script_test_keeps_its_expected_value_from_the_program():
     honest = Case("script", "assert candidate(0) == 'nothing' and candidate(1) != 'x'")
     (ok,) = run_requests([Request(program, (honest,), "f")], Limits(timeout_s=5.0))[0]
     assert ok.passed, ok
+
+
+def test_a_program_that_kills_the_harness_fails_its_cases():
+    # The harness is the zygote's parent; killing it ends the sandbox run. Not a sandbox failure
+    # (a trainer drops those samples): the remaining cases fail.
+    program = (
+        "import os, signal\n"
+        "zygote = os.getppid()\n"
+        "stat = open(f'/proc/{zygote}/stat').read()\n"
+        "os.kill(int(stat.rsplit(')', 1)[1].split()[1]), signal.SIGKILL)\n"
+        f"# {time.time()}\n"
+    )
+    cases = tuple(Case("stdio", f"{i}\n", f"{i}\n") for i in range(3))
+    results = run_requests([Request(program, cases)], Limits(timeout_s=5.0))[0]
+    assert [r.status for r in results] == ["error"] * 3, results
+    assert "killed" in results[0].error

@@ -368,6 +368,10 @@ def _run_batches(
             lost = ("error", "", "memory limit exceeded")
         elif res.verdict == Verdict.output_limit:
             lost = ("output_limit", "", "output limit exceeded")
+        elif res.verdict == Verdict.runtime_error:
+            # The harness started (the sandbox works) and died: a program that runs as the same
+            # user can kill it; that must not pass for a sandbox failure, which a trainer drops.
+            lost = ("error", "", "the harness was killed before this case ran (by the program?)")
         else:
             lost = ("sandbox_error", "", f"sandbox: {res.verdict.name}: {res.stderr[-500:]}")
         for j, (c, case) in enumerate(batch):

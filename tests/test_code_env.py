@@ -956,3 +956,32 @@ def test_a_program_that_kills_the_harness_fails_its_cases():
     results = run_requests([Request(program, cases)], Limits(timeout_s=5.0))[0]
     assert [r.status for r in results] == ["error"] * 3, results
     assert "killed" in results[0].error
+
+
+def test_what_a_case_leaves_behind_is_gone_before_the_next():
+    # Case 1 leaves a directory tree deeper than any path (and one it may not enter) in every
+    # writable place; case 2 must find them empty.
+    program = (
+        "import os, sys\n"
+        "places = [os.getcwd(), '/tmp', '/dev/shm']\n"
+        "if input() == '1':\n"
+        "    for place in places:\n"
+        "        os.chdir(place)\n"
+        "        for _ in range(1500):\n"
+        "            os.mkdir('d')\n"
+        "            os.chdir('d')\n"
+        "        os.chdir(place)\n"
+        "        os.mkdir('locked')\n"
+        "        open('locked/f', 'w').write('x')\n"
+        "        os.chmod('locked', 0)\n"
+        "print(sorted(os.listdir(places[0])), os.listdir('/tmp'), os.listdir('/dev/shm'))\n"
+        f"# {time.time()}\n"
+    )
+    from mas_envs.sandbox import isolation
+
+    if not isolation().startswith("bwrap"):
+        pytest.skip("the fallback's /tmp and /dev/shm are the host's")
+    cases = (Case("stdio", "1\n", "x"), Case("stdio", "2\n", "[] [] []\n"))
+    first, second = run_requests([Request(program, cases)], Limits(timeout_s=10.0))[0]
+    assert first.status == "wrong" and "locked" in first.output, first
+    assert second.passed, second

@@ -426,23 +426,67 @@ def _sweep(keep: int) -> None:
                 os.waitpid(pid, 0)
 
 
-def _empty(path: str) -> None:
-    """Remove everything inside ``path`` (never following symlinks; fixing modes a test set)."""
+def _empty(path: str) -> bool:
+    """Remove everything inside ``path``; ``False`` if something could not be removed.
+
+    Iterative, one directory descriptor open at a time, never following symlinks and fixing the
+    modes a test set: a tree a thousand levels deep (longer than any path) goes too.
+    """
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
-        entries = list(os.scandir(path))
+        cur = os.open(path, flags)
     except OSError:
-        return
-    for entry in entries:
-        try:
-            if entry.is_dir(follow_symlinks=False):
+        return not os.path.lexists(path)
+    ok = True
+    names: list[str] = []  # the path from ``path`` down to ``cur``
+    first, ok = _clear_files(cur)
+    pending = [first]  # per level: subdirectories still to empty
+    while True:
+        if pending[-1]:
+            sub = pending[-1].pop()
+            try:
                 with contextlib.suppress(OSError):
-                    os.chmod(entry.path, 0o700)
-                _empty(entry.path)
-                os.rmdir(entry.path)
-            else:
-                os.unlink(entry.path)
+                    os.chmod(sub, 0o700, dir_fd=cur)
+                child = os.open(sub, flags, dir_fd=cur)
+            except OSError:
+                ok = False
+                continue
+            os.close(cur)
+            cur = child
+            names.append(sub)
+            subdirs, cleared = _clear_files(cur)
+            pending.append(subdirs)
+            ok &= cleared
+            continue
+        pending.pop()
+        if not names:
+            os.close(cur)
+            return ok
+        parent = os.open("..", os.O_RDONLY | os.O_DIRECTORY, dir_fd=cur)
+        os.close(cur)
+        cur = parent
+        try:
+            os.rmdir(names.pop(), dir_fd=cur)
         except OSError:
-            pass
+            ok = False
+
+
+def _clear_files(fd: int) -> tuple[list[str], bool]:
+    """Unlink every non-directory in the directory ``fd``; its subdirectories' names."""
+    subdirs, ok = [], True
+    try:
+        with os.scandir(fd) as entries:
+            for entry in entries:
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.name)
+                    else:
+                        os.unlink(entry.name, dir_fd=fd)
+                except OSError:
+                    ok = False
+    except OSError:
+        ok = False
+    return subdirs, ok
 
 
 def _private_dirs() -> list[str]:
@@ -468,6 +512,14 @@ def _harden() -> None:
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     except Exception:  # pragma: no cover - no ctypes: the uid switch already clears dumpable
         pass
+
+
+class _Dirty(Exception):
+    """A test left something in the private directories that could not be removed."""
+
+
+DIRTY = "not run: an earlier test left files the harness could not remove (no isolation)"
+LEFT_FILES = "this test left files the harness could not remove; the tests after it do not run"
 
 
 def run_one(
@@ -523,8 +575,8 @@ def run_one(
     for fd in list(fds):
         os.close(fd)
     _sweep(zygote.pid)
-    for path in dirs:
-        _empty(path)
+    if not all([_empty(path) for path in dirs]):
+        raise _Dirty
     if wstatus is None:
         return {"status": "error", "out": "", "err": ZYGOTE_LOST}
     out = bytes(bufs[2] if kind != "stdio" else bufs[0])[:cap]
@@ -581,11 +633,19 @@ def main() -> None:
     tests = json.loads(_read_all(0).decode("utf-8"))
     os.close(0)
     timeouts = 0
+    dirty = False
     for i, test in enumerate(tests):
         if timeouts >= spec["max_timeouts"]:
             res = {"status": "skipped", "out": "", "err": f"not run: {timeouts} earlier timeouts"}
+        elif dirty:
+            res = {"status": "error", "out": "", "err": DIRTY}
         else:
-            res = run_one(zygote, test, spec, dirs)
+            try:
+                res = run_one(zygote, test, spec, dirs)
+            except _Dirty:
+                # This test's own result stands for nothing: it may have read what is left.
+                dirty = True
+                res = {"status": "error", "out": "", "err": LEFT_FILES}
             timeouts += res["status"] == "timeout"
         emit(MARK + json.dumps({"i": i, **res}) + "\n")
         sys.stdout.flush()

@@ -25,14 +25,17 @@ evaluated on the same held-out tasks (the first ``eval.episodes`` of the test sp
 Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episodes`` (or any
 ``--section.field value`` override) say otherwise; the table header names them.
 
-    python benchmarks/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0]
+    python benchmarks/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0 ...]
         [--steps N] [--warmstart-steps N] [--episodes N] [--out-dir runs/compare]
         [--out runs/compare/results.md] [--table-only] [--section.field value ...]
 
-``--rows`` runs a subset (e.g. the single-agent rows in one process and the MAS rows in another);
-a row whose result file exists is not run again, and a mode's warm start is reused once
-``<mode>-warmstart.json`` (written when it completes) exists. ``--table-only`` just assembles the
-table from the result files. Each row's result (success with its 95% Wilson interval, wall
+``--rows`` runs a subset (e.g. the single-agent rows in one process and the MAS rows in another); a
+row whose result file exists is not run again, and a mode's warm start is reused once
+``<mode>-warmstart.json`` (written when it completes) exists (so give one mode's rows to one
+process, or start the second process of a mode after that file exists). ``--table-only`` just
+assembles the table from the result files. Several ``--seed`` values run the rows once per seed
+(each seed its own warm starts) and add a table of every row's success per seed, their mean and the
+mean change from the warm start. Each row's result (success with its 95% Wilson interval, wall
 times, the resolved budget) is written to ``<out-dir>/<preset>/seed-<seed>/rows/<row>.json``; the
 Markdown table goes to ``--out``.
 """
@@ -73,9 +76,9 @@ def _commit() -> str:
         return "unknown"
 
 
-def _budget_overrides(args: argparse.Namespace) -> list[str]:
+def _budget_overrides(args: argparse.Namespace, seed: int) -> list[str]:
     """The command-line overrides shared by every row (only what the user asked to change)."""
-    out = [*args.overrides, "--run.seed", str(args.seed), "--run.progress", "false"]
+    out = [*args.overrides, "--run.seed", str(seed), "--run.progress", "false"]
     if args.steps is not None:
         out += ["--optim.steps", str(args.steps)]
     if args.warmstart_steps is not None:
@@ -188,11 +191,11 @@ def _rl_run(
     return summary
 
 
-def run_rows(args: argparse.Namespace, preset: str) -> None:
+def run_rows(args: argparse.Namespace, preset: str, seed: int) -> None:
     """Run the requested rows of ``preset``; write each row's result file when it finishes."""
-    root = Path(args.out_dir) / preset / f"seed-{args.seed}"
+    root = Path(args.out_dir) / preset / f"seed-{seed}"
     (root / "rows").mkdir(parents=True, exist_ok=True)
-    common = _budget_overrides(args)
+    common = _budget_overrides(args, seed)
     for key in args.rows:
         out = root / "rows" / f"{key}.json"
         if out.is_file():
@@ -228,28 +231,64 @@ def run_rows(args: argparse.Namespace, preset: str) -> None:
         )
 
 
+def _results(args: argparse.Namespace, preset: str, seed: int) -> list[dict[str, Any]]:
+    root = Path(args.out_dir) / preset / f"seed-{seed}" / "rows"
+    return [
+        json.loads((root / f"{k}.json").read_text()) for k in ROWS if (root / f"{k}.json").is_file()
+    ]
+
+
 def table(args: argparse.Namespace) -> str:
-    """The Markdown table(s) of every row result file found for ``args.envs`` and ``args.seed``."""
+    """Markdown: one table per preset and seed with result files, and a cross-seed summary."""
     lines: list[str] = []
     for preset in args.envs:
-        root = Path(args.out_dir) / preset / f"seed-{args.seed}" / "rows"
-        rows = [
-            json.loads((root / f"{k}.json").read_text())
-            for k in ROWS
-            if (root / f"{k}.json").is_file()
-        ]
-        if not rows:
+        for seed in args.seed:
+            lines += _seed_table(_results(args, preset, seed), preset, seed)
+        if len(args.seed) > 1:
+            lines += _summary_table(args, preset)
+    return "\n".join(lines)
+
+
+def _summary_table(args: argparse.Namespace, preset: str) -> list[str]:
+    """Per row: success of each seed, their mean, and the mean change from the warm start."""
+    by_seed = {seed: {r["key"]: r for r in _results(args, preset, seed)} for seed in args.seed}
+    lines = [
+        f"## {preset}, seeds {', '.join(map(str, args.seed))}",
+        "",
+        "| row | " + " | ".join(f"seed {s}" for s in args.seed) + " | mean | mean change |",
+        "|---|" + "---|" * (len(args.seed) + 2),
+    ]
+    for key, (label, _, policy_map) in ROWS.items():
+        found = [by_seed[s].get(key) for s in args.seed]
+        if not any(found):
             continue
+        cells = ["-" if r is None else f"{100 * r['success_final']:.0f}%" for r in found]
+        done = [r for r in found if r is not None]
+        mean = sum(r["success_final"] for r in done) / len(done)
+        change = sum(r["success_final"] - r["success_after_ws"] for r in done) / len(done)
+        partial = "" if len(done) == len(found) else f" ({len(done)} seeds)"
+        lines.append(
+            f"| {label} | {' | '.join(cells)} | {100 * mean:.1f}%{partial} | "
+            f"{'-' if policy_map is None else f'{100 * change:+.1f}'} |"
+        )
+    return [*lines, ""]
+
+
+def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]:
+    """The table of one preset and seed (empty when no row has a result yet)."""
+    lines: list[str] = []
+    if rows:
         cfg = rows[0]["config"]
         lines += [
-            f"## {preset}, seed {args.seed}",
+            f"## {preset}, seed {seed}",
             "",
             f"Budget: warm start {cfg['warmstart_steps']} steps (lr {cfg['warmstart_lr']:g}, "
             f"decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
             f"{max(r['rl_steps'] for r in rows)} steps x {cfg['tasks_per_step']} tasks x "
             f"K={cfg['k']} at T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}); held-out: first "
             f"{cfg['eval_episodes']} test tasks, greedy; env {cfg['env']['id']} "
-            f"{json.dumps(cfg['env']['options'])}; commit {rows[0]['commit']}.",
+            f"{json.dumps(cfg['env']['options'])}; commit "
+            f"{', '.join(sorted({r['commit'] for r in rows}))}.",
             "",
             "| row | mode | RL steps | held-out success | 95% CI | after warm start | change "
             "| RL wall s |",
@@ -277,7 +316,7 @@ def table(args: argparse.Namespace) -> str:
             + " UTC."
         )
         lines.append("")
-    return "\n".join(lines)
+    return lines
 
 
 def main() -> None:
@@ -291,7 +330,14 @@ def main() -> None:
     parser.add_argument(
         "--rows", nargs="+", choices=list(ROWS), default=list(ROWS), help="rows to run"
     )
-    parser.add_argument("--seed", type=int, default=0, help="run.seed of every row")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        nargs="+",
+        default=[0],
+        help="run.seed of every row; several seeds run one after another, and the table adds a "
+        "summary across them",
+    )
     parser.add_argument("--steps", type=int, default=None, help="RL steps (default: the preset's)")
     parser.add_argument(
         "--warmstart-steps", type=int, default=None, help="warm-start steps (default: preset's)"
@@ -309,7 +355,8 @@ def main() -> None:
     args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
     if not args.table_only:
         for preset in args.envs:
-            run_rows(args, preset)
+            for seed in args.seed:
+                run_rows(args, preset, seed)
     text = table(args)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + "\n")

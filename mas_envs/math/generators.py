@@ -466,6 +466,11 @@ def _nt3(rng: np.random.Generator) -> Draft:
 def _nt4(rng: np.random.Generator) -> Draft:
     exps = {p: _int(rng, 0, 3 if p < 7 else 1) for p in (2, 3, 5, 7, 11)}
     exps[2] = max(exps[2], 1)
+    return _divisor_count(exps)
+
+
+def _divisor_count(exps: dict[int, int]) -> Draft:
+    """How many divisors the number with prime exponents ``exps`` has."""
     n = math.prod(p**k for p, k in exps.items())
     ans = math.prod(k + 1 for k in exps.values())
     fact = " \\cdot ".join(f"{p}^{{{k}}}" if k > 1 else str(p) for p, k in exps.items() if k)
@@ -503,7 +508,11 @@ def _nt5(rng: np.random.Generator) -> Draft:
 
 def _comb1(rng: np.random.Generator) -> Draft:
     n = _int(rng, 5, 15)
-    k = _int(rng, 2, n - 2)
+    return _committee(n, _int(rng, 2, n - 2))
+
+
+def _committee(n: int, k: int) -> Draft:
+    """Committees of ``k`` from ``n`` people."""
     ans = math.comb(n, k)
     return (
         f"In how many ways can a committee of ${k}$ people be chosen from ${n}$ people?",
@@ -515,7 +524,11 @@ def _comb1(rng: np.random.Generator) -> Draft:
 
 def _comb2(rng: np.random.Generator) -> Draft:
     n = _int(rng, 5, 15)
-    k = _int(rng, 2, 4)
+    return _podium(n, _int(rng, 2, 4))
+
+
+def _podium(n: int, k: int) -> Draft:
+    """Ordered first ``k`` places among ``n`` runners."""
     ans = math.perm(n, k)
     product = " \\cdot ".join(str(n - i) for i in range(k))
     return (
@@ -545,6 +558,11 @@ def _comb3(rng: np.random.Generator) -> Draft:
 
 def _comb4(rng: np.random.Generator) -> Draft:
     k, n = _int(rng, 2, 5), _int(rng, 3, 15)
+    return _stars_and_bars(n, k)
+
+
+def _stars_and_bars(n: int, k: int) -> Draft:
+    """Solutions of ``x_1 + ... + x_k = n`` in non-negative integers."""
     ans = math.comb(n + k - 1, k - 1)
     xs = " + ".join(f"x_{i + 1}" for i in range(k))
     return (
@@ -612,31 +630,13 @@ _NT4_V1_EXPONENTS = {2: (1, 5), 3: (0, 3), 5: (0, 2), 7: (0, 2), 11: (0, 1), 13:
 
 
 def _nt4_v1(rng: np.random.Generator) -> Draft:
-    exps = {p: _int(rng, lo, hi) for p, (lo, hi) in _NT4_V1_EXPONENTS.items()}
-    n = math.prod(p**k for p, k in exps.items())
-    ans = math.prod(k + 1 for k in exps.values())
-    fact = " \\cdot ".join(f"{p}^{{{k}}}" if k > 1 else str(p) for p, k in exps.items() if k)
-    count = " \\cdot ".join(f"({k} + 1)" for k in exps.values() if k)
-    return (
-        f"How many positive divisors does ${n}$ have?",
-        str(ans),
-        f"${n} = {fact}$, so it has ${count} = {ans}$ divisors.",
-        f"import math\nn = {n}\n"
-        f"print(sum(2 - (d * d == n) for d in range(1, math.isqrt(n) + 1) if n % d == 0))",
-    )
+    return _divisor_count({p: _int(rng, lo, hi) for p, (lo, hi) in _NT4_V1_EXPONENTS.items()})
 
 
 def _comb1_v1(rng: np.random.Generator) -> Draft:
     if _int(rng, 0, 1) == 0:
         n = _int(rng, 5, 30)
-        k = _int(rng, 2, n - 2)
-        ans = math.comb(n, k)
-        return (
-            f"In how many ways can a committee of ${k}$ people be chosen from ${n}$ people?",
-            str(ans),
-            f"$\\binom{{{n}}}{{{k}}} = {ans}$.",
-            f"import math\nprint(math.comb({n}, {k}))",
-        )
+        return _committee(n, _int(rng, 2, n - 2))
     w, m = _int(rng, 3, 10), _int(rng, 3, 10)
     a, b = _int(rng, 1, w - 1), _int(rng, 1, m - 1)
     ans = math.comb(w, a) * math.comb(m, b)
@@ -652,29 +652,14 @@ def _comb1_v1(rng: np.random.Generator) -> Draft:
 
 def _comb2_v1(rng: np.random.Generator) -> Draft:
     n = _int(rng, 5, 60)
-    k = _int(rng, 2, 5)
-    ans = math.perm(n, k)
-    product = " \\cdot ".join(str(n - i) for i in range(k))
-    return (
-        f"${n}$ runners race. In how many ways can the first ${k}$ places be awarded (no ties)?",
-        str(ans),
-        f"${product} = {ans}$.",
-        f"import math\nprint(math.perm({n}, {k}))",
-    )
+    return _podium(n, _int(rng, 2, 5))
 
 
 def _comb4_v1(rng: np.random.Generator) -> Draft:
     k = _int(rng, 2, 6)
-    xs = " + ".join(f"x_{i + 1}" for i in range(k))
     if _int(rng, 0, 1) == 0:
-        n = _int(rng, 3, 30)
-        ans = math.comb(n + k - 1, k - 1)
-        return (
-            f"How many solutions in non-negative integers does ${xs} = {n}$ have?",
-            str(ans),
-            f"Stars and bars: $\\binom{{{n} + {k} - 1}}{{{k} - 1}} = {ans}$.",
-            f"import math\nprint(math.comb({n + k - 1}, {k - 1}))",
-        )
+        return _stars_and_bars(_int(rng, 3, 30), k)
+    xs = " + ".join(f"x_{i + 1}" for i in range(k))
     n = _int(rng, k + 1, 30)
     ans = math.comb(n - 1, k - 1)
     return (

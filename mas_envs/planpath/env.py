@@ -248,19 +248,11 @@ class PlanPathEnv(TeamGameEnv):
         self._moves += (move,)
         shown = _SHOWN[move][nxt == cell]
         self._history = f"{self._history}, {shown}" if before else prompts.HISTORY + shown
+        info = {"position": self._positions[nxt], "moves_made": 1}
         if nxt == cell:  # blocked: the agent stays put
             self._blocked += (before,)
-            return (
-                reward,
-                0.0,
-                False,
-                False,
-                True,
-                "",
-                {"position": self._positions[cell], "moves_made": 1},
-            )
+            return (reward, 0.0, False, False, True, "", info)
         self._cell = nxt
-        info = {"position": self._positions[nxt], "moves_made": 1}
         if nxt != level.goal:
             return (reward, 0.0, False, False, True, "", info)
         reward += grid.GOAL_REWARD

@@ -72,11 +72,6 @@ def grid_text(walls: tuple[bool, ...], cols: int, goal: int) -> str:
     return "\n".join("".join(cells[i : i + cols]) for i in range(0, len(cells), cols))
 
 
-_N = 1024
-_NUM = tuple(map(str, range(_N)))
-"""``str(i)`` for ``0 <= i < _N``: the prompt's numbers (row and column, turns)."""
-
-
 NO_HISTORY = "Moves made so far: none"
 """The prompt's history line before any move is made."""
 HISTORY = "Moves made so far: "
@@ -125,7 +120,7 @@ def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
     if not moves:
         return NO_HISTORY
     if not blocked:
-        return "Moves made so far: " + ", ".join(moves)
+        return HISTORY + ", ".join(moves)
     # Star the blocked moves in a copy of the list: a per-move generator here would cost more
     # than the rest of the prompt, as the history grows through an episode.
     marked = list(moves)
@@ -133,7 +128,7 @@ def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
     for i in blocked:
         if 0 <= i < n and marked[i] is moves[i]:  # each index once, negative ones never
             marked[i] += "*"
-    return f"Moves made so far: {', '.join(marked)}{BLOCKED_NOTE}"
+    return f"{HISTORY}{', '.join(marked)}{BLOCKED_NOTE}"
 
 
 def prompt(
@@ -167,26 +162,12 @@ def prompt(
             (:func:`program_section`), instead of the proposal line; ``""`` otherwise.
         ask: Replaces :data:`ANSWER_FORMAT` (``tool_mode="code"``: the tool's :func:`code_ask`).
     """
-    i = cell + cell // cols  # each row is followed by a newline
-    row, col = divmod(cell, cols)
-    grow, gcol = divmod(goal, cols)
-    extra = ""
-    if show_proposal:
-        shown = format_moves(proposal) if proposal else "none (its answer had no valid move list)"
-        extra = f"\nTool agent's proposal: {shown}"
+    extra = f"\nTool agent's proposal: {proposal_text(proposal)}" if show_proposal else ""
     if program:
         extra += "\n" + program
-    # One f-string (the lines joined by newlines): the prompt is rebuilt after every step. Small
-    # numbers come from a table of their texts (the same text, at half the cost of formatting).
-    n, turn = _NUM, turn + 1
     return (
-        f"{_LEGEND}\n{grid[:i]}A{grid[i + 1 :]}\n"
-        f"Agent at row {n[row] if 0 <= row < _N else row}, column "
-        f"{n[col] if 0 <= col < _N else col}. Goal at row {n[grow] if 0 <= grow < _N else grow}, "
-        f"column {n[gcol] if 0 <= gcol < _N else gcol}.\n{_history(moves, blocked)}\n"
-        f"Turn {n[turn] if 0 <= turn < _N else turn} of "
-        f"{n[max_turns] if 0 <= max_turns < _N else max_turns}.{extra}\n"
-        f"{ask or ANSWER_FORMAT}"
+        f"{head(grid, cols, cell, goal)}{_history(moves, blocked)}\n"
+        f"Turn {turn + 1} of {max_turns}.{extra}\n{ask or ANSWER_FORMAT}"
     )
 
 

@@ -32,6 +32,7 @@ from mas_envs.sandbox import (
     run_python,
     runner,
     seccomp,
+    uids,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning")
@@ -241,7 +242,9 @@ while len(chunks) < 128:  # bounded: 128 x 16 MiB = 2 GiB
 
 def test_memory_bomb_stops_at_the_limit():
     res = run_python(MEMORY_BOMB, memory_mb=128, timeout_s=20)
-    assert res.verdict == Verdict.memory_limit, res
+    # The address-space limit makes the allocation fail: the program's own MemoryError, which
+    # it could as well raise by itself, so a runtime error (memory_limit is the OOM killer's).
+    assert res.verdict == Verdict.runtime_error and "MemoryError" in res.stderr, res
     reached = int(res.stdout.split()[-1]) if res.stdout else 0
     assert reached <= 128
 
@@ -511,11 +514,52 @@ with multiprocessing.Pool(2) as pool:
     assert "[1, 2, 3]" in res.stdout
 
 
+def _bpf_run(prog: bytes, nr: int, arg0: int = 0, arch: int = seccomp.AUDIT_ARCH_X86_64) -> int:
+    """Classic BPF, the few instructions the filter uses, run on one system call."""
+    data = struct.pack("=IIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+    insns = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
+    pc = acc = 0
+    while True:
+        code, jt, jf, k = insns[pc]
+        if code == 0x20:
+            acc = struct.unpack_from("=I", data, k)[0]
+        elif code in (0x15, 0x35, 0x45):
+            hit = {0x15: acc == k, 0x35: acc >= k, 0x45: bool(acc & k)}[code]
+            pc += jt if hit else jf
+        elif code == 0x06:
+            return k
+        else:
+            raise AssertionError(f"unexpected instruction {code:#x}")
+        pc += 1
+
+
 def test_seccomp_filter_is_well_formed():
+    import errno
+
     prog = seccomp.x86_64_filter()
-    assert len(prog) % 8 == 0 and len(prog) // 8 == len(set(seccomp.X86_64_DENIED.values())) + 11
+    assert len(prog) % 8 == 0 and len(prog) // 8 == len(set(seccomp.X86_64_DENIED.values())) + 19
     first = struct.unpack("=HBBI", prog[:8])
     assert first == (0x20, 0, 0, 4)  # load the architecture before trusting any number
+    allow, eperm = 0x7FFF0000, 0x50000 | errno.EPERM
+    table = [
+        (0, 0, allow),  # read
+        (57, 0, allow),  # fork
+        (56, 0x11, allow),  # clone(SIGCHLD)
+        (56, 0x10000000 | 0x11, eperm),  # clone(CLONE_NEWUSER)
+        (435, 0, 0x50000 | errno.ENOSYS),  # clone3
+        (41, 1, allow),
+        (41, 2, allow),
+        (41, 10, allow),
+        (41, 40, 0x50000 | errno.EAFNOSUPPORT),  # socket(AF_VSOCK)
+        (41, 16, 0x50000 | errno.EAFNOSUPPORT),  # socket(AF_NETLINK)
+        (53, 40, 0x50000 | errno.EAFNOSUPPORT),  # socketpair(AF_VSOCK)
+        (53, 1, allow),
+        (0x40000000 | 41, 1, eperm),  # x32
+        *((nr, 0, eperm) for nr in seccomp.X86_64_DENIED.values()),
+    ]
+    for nr, arg0, want in table:
+        assert _bpf_run(prog, nr, arg0) == want, (nr, arg0)
+    assert _bpf_run(prog, 0, arch=0x40000003) == eperm  # i386
 
 
 def test_a_broken_seccomp_filter_falls_back_to_bubblewrap_without_it(monkeypatch):
@@ -567,7 +611,7 @@ def test_fallback_still_limits_and_cleans_up(fallback, monkeypatch):
     assert res.stdout == "data\n"
 
     res = run_python(MEMORY_BOMB, memory_mb=128, timeout_s=20)
-    assert res.verdict == Verdict.memory_limit
+    assert res.verdict == Verdict.runtime_error and "MemoryError" in res.stderr
     assert int(res.stdout.split()[-1]) <= 128
 
     res = run_python("import sys\nfor _ in range(4096):\n    sys.stdout.write('x' * (1 << 20))")
@@ -625,3 +669,182 @@ def test_survivor_check_sees_a_live_marked_process():
         child.kill()
         child.wait()
     assert _survivors(mark) == []
+
+
+# ---------------------------------------------------------------- judge integrity (issue 13)
+
+
+def _seccomp_only() -> None:
+    if "seccomp" not in isolation():
+        pytest.skip(f"no seccomp filter here ({isolation()})")
+
+
+SOCKET_FAMILIES = """
+import errno, socket
+for name, family, kind in [
+    ("AF_UNIX", 1, socket.SOCK_STREAM), ("AF_INET", 2, socket.SOCK_STREAM),
+    ("AF_INET6", 10, socket.SOCK_DGRAM), ("AF_NETLINK", 16, socket.SOCK_RAW),
+    ("AF_PACKET", 17, socket.SOCK_DGRAM), ("AF_ALG", 38, socket.SOCK_SEQPACKET),
+    ("AF_VSOCK", 40, socket.SOCK_STREAM), ("AF_BLUETOOTH", 31, socket.SOCK_STREAM),
+]:
+    try:
+        socket.socket(family, kind).close()
+        print(name, "open")
+    except OSError as e:
+        print(name, errno.errorcode.get(e.errno, e.errno))
+try:
+    a, b = socket.socketpair(40, socket.SOCK_STREAM)
+    print("socketpair-vsock open")
+except OSError as e:
+    print("socketpair-vsock", errno.errorcode.get(e.errno, e.errno))
+a, b = socket.socketpair()
+print("socketpair-unix open")
+"""
+
+
+def test_only_unix_and_inet_sockets_can_be_made():
+    # AF_VSOCK reaches the VM's host and is not network-namespaced; netlink, packet and
+    # crypto sockets are kernel attack surface no program needs. Never connect: only create.
+    _seccomp_only()
+    res = run_python(SOCKET_FAMILIES)
+    assert res.verdict == Verdict.ok, res.stderr
+    got = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert got.pop("AF_UNIX") == got.pop("AF_INET") == got.pop("AF_INET6") == "open"
+    assert got.pop("socketpair-unix") == "open"
+    assert set(got.values()) == {"EAFNOSUPPORT"}, got
+
+
+UNNEEDED_CALLS = """
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(64)
+calls = {
+    "modify_ldt": lambda: libc.syscall(154, 0, buf, 64),
+    "personality": lambda: libc.syscall(135, 0xFFFFFFFF),
+    "memfd_secret": lambda: libc.syscall(447, 0),
+    "kcmp": lambda: libc.syscall(312, os.getpid(), os.getpid(), 0, 0, 0),
+    "mbind": lambda: libc.syscall(237, 0, 0, 0, 0, 0, 0),
+    "move_pages": lambda: libc.syscall(279, 0, 0, 0, 0, 0, 0),
+}
+for name, call in calls.items():
+    ctypes.set_errno(0)
+    print(name, call(), ctypes.get_errno())
+"""
+
+
+def test_calls_no_program_needs_are_refused():
+    _seccomp_only()
+    import errno
+
+    res = run_python(UNNEEDED_CALLS)
+    assert res.verdict == Verdict.ok, res.stderr
+    got = dict(line.split(" ", 1) for line in res.stdout.splitlines())
+    assert got == dict.fromkeys(got, f"-1 {errno.EPERM}") and len(got) == 6, got
+
+
+def test_the_namespace_init_shows_no_sandbox_command_line():
+    _bwrap_only()
+    res = run_python("print(open('/proc/1/cmdline', 'rb').read())")
+    assert res.verdict == Verdict.ok, res.stderr
+    shown = res.stdout
+    assert "bwrap" in shown  # it did read it
+    # The mount layout, limits and descriptors stay out of it (the interpreter's path and the
+    # launcher's source are the program's own, in its own /proc/self/cmdline too).
+    for option in ("--unshare", "--ro-bind", "--tmpfs", "--size", "--seccomp", "--cap-add"):
+        assert option not in shown, (option, shown)
+
+
+_FORGED = [
+    # (program, how it tries to look) -- each ends non-zero, none hit a real limit
+    ("import sys\nsys.stderr.write('MemoryError\\n')\nsys.exit(1)", "memory_limit"),
+    ("raise MemoryError", "memory_limit"),
+    ("import os, signal\nos.kill(os.getpid(), signal.SIGXCPU)", "timeout"),
+    ("import sys\nsys.exit(128 + 24)", "timeout"),  # bubblewrap's "killed by SIGXCPU"
+]
+
+
+@pytest.mark.parametrize(("code", "looks_like"), _FORGED)
+def test_verdicts_cannot_be_forged_by_the_program(code, looks_like):
+    res = run_python(code)
+    assert res.verdict == Verdict.runtime_error, (looks_like, res)
+
+
+def test_a_real_cpu_limit_is_still_a_timeout():
+    # Four busy threads spend the process's CPU limit (ceil(1) + 1 = 2 s) in about 0.5 s of
+    # wall time: the kernel's SIGXCPU, before the 1 s wall-clock limit. Bounded: 20 s.
+    code = (
+        "import threading, time\n"
+        "def spin():\n"
+        "    t = time.time()\n"
+        "    while time.time() - t < 20: pass\n"
+        "for _ in range(4): threading.Thread(target=spin).start()\n"
+    )
+    res = run_python(code, timeout_s=1)
+    assert res.verdict == Verdict.timeout, res
+
+
+_UID_WORKER = """
+import json, os, sys
+from mas_envs.sandbox import Job, run_many, runner
+
+class Os:  # this process's pid, as runner sees it, is forced to PID
+    def __getattr__(self, name):
+        return getattr(os, name)
+    @staticmethod
+    def getpid():
+        return int(sys.argv[1])
+
+runner.os = Os()
+code = "import os, time\\nprint(os.getuid())\\ntime.sleep(1.5)"
+results = run_many([Job(code=code, timeout_s=10)] * 3, max_workers=3)
+print(json.dumps([r.stdout.strip() for r in results]))
+"""
+
+
+def test_concurrent_runs_of_two_processes_never_share_a_uid():
+    # Two workers whose pids differ by 100000 (as on a long-running machine) run three
+    # programs each, all at the same time: six distinct uids.
+    if not runner._mode().drop_uid:
+        pytest.skip(f"no per-run uid here ({isolation()})")
+    import json
+    import subprocess
+
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _UID_WORKER, str(4242 + k * 100_000)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(2)
+    ]
+    uids = [uid for p in procs for uid in json.loads(p.communicate(timeout=120)[0])]
+    assert len(uids) == 6 and all(u.isdigit() and int(u) >= runner.UID_BASE for u in uids), uids
+    assert len(set(uids)) == 6, uids
+
+
+def test_the_fallback_kills_every_process_of_a_runs_uid():
+    # In the rlimits fallback a process that left the process group outlives the run; before
+    # its uid goes back to the allocator, every process of that uid is killed.
+    if not ROOT:
+        pytest.skip("needs root to start a process under another uid")
+    import subprocess
+
+    uid = uids.ALLOCATOR.acquire()
+    mark = _marker()
+    try:
+        child = subprocess.Popen(
+            ["/bin/sh", "-c", "sleep 30; :", mark],  # the venv's python is not theirs to run
+            user=uid,
+            group=uid,
+            extra_groups=[],
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 5
+        while not _survivors(mark) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert child.pid in _survivors(mark)  # (its forked child may show the mark too)
+        runner._kill_uid(uid)
+        assert child.wait(timeout=5) == -9
+        assert _survivors(mark) == []
+    finally:
+        uids.ALLOCATOR.release(uid)

@@ -202,6 +202,21 @@ def bwrap_command(
     return [*cmd, "--", *python_command(spec_fd)]
 
 
+def split_options(cmd: list[str]) -> tuple[list[str], bytes]:
+    """``cmd`` as ``bwrap --args FD -- COMMAND`` plus the options to write into ``FD``.
+
+    bubblewrap's namespace init (pid 1 of the sandbox) is a copy of bubblewrap with its command
+    line, which any program can read in ``/proc/1/cmdline``: with ``--args`` it shows no mount
+    layout, host path or descriptor. Returns ``(argv with "{fd}" for the descriptor, options
+    as NUL-separated bytes)``; a ``cmd`` without ``--`` comes back unchanged, with no options.
+    """
+    if "--" not in cmd:
+        return cmd, b""
+    cut = cmd.index("--")
+    options = b"".join(arg.encode() + b"\0" for arg in cmd[1:cut])
+    return [cmd[0], "--args", "{fd}", *cmd[cut:]], options
+
+
 def python_command(spec_fd: int) -> list[str]:
     """``python -s -S -B -c <launcher> <spec fd>``."""
     return [interpreter(), *PYTHON_FLAGS, "-c", launcher_source(), str(spec_fd)]

@@ -23,7 +23,9 @@ class Verdict(str, enum.Enum):
     timeout = "timeout"
     """It ran past the wall-clock timeout or its CPU-time limit and was killed."""
     memory_limit = "memory_limit"
-    """It ran out of memory (``MemoryError`` under the address-space limit, or the OOM killer)."""
+    """The kernel's OOM killer killed a process of the run's memory cgroup (only where cgroups are
+    available). A ``MemoryError`` under the per-process address-space limit is the program's own
+    exception, which it could raise by itself: ``runtime_error``, with the traceback."""
     output_limit = "output_limit"
     """It wrote more than the output limit to stdout or stderr and was killed."""
     sandbox_error = "sandbox_error"

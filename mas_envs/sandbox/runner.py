@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import itertools
 import json
 import logging
 import marshal
@@ -33,7 +32,7 @@ import time
 import warnings
 from collections.abc import Sequence
 
-from mas_envs.sandbox import cgroup, modes, seccomp
+from mas_envs.sandbox import cgroup, modes, seccomp, uids
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
 
 log = logging.getLogger("mas_envs.sandbox")
@@ -55,10 +54,9 @@ MEMORY_OVERHEAD = 64 << 20
 """The cgroup's memory limit is ``memory_mb`` plus this: bubblewrap and the tmpfs files."""
 STARTUP_GRACE_S = 10.0
 """Seconds the sandbox set-up may take, on top of ``timeout_s`` (which starts with the program)."""
-UID_BASE = 2_000_000_000
-"""Runs as root switch to uids from here on, a fresh one per run (never a real user's uid)."""
+UID_BASE = uids.UID_BASE
+"""Runs as root switch to uids from here on, one no other live run has (:mod:`.uids`)."""
 
-_uid_counter = itertools.count()
 _mode_lock = threading.Lock()
 _modes: dict[str, modes.Mode] = {}
 
@@ -191,9 +189,10 @@ def _interpreter_files() -> list[str]:
 def _probe(mode: modes.Mode) -> str | None:
     """``None`` when ``mode`` runs a program as it should, else what went wrong."""
     code = (
-        "import os, socket, threading\n"
+        "import os, threading\n"
         "t = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\n"
-        "print('probe', os.getuid(), len(socket.if_nameindex()))\n"
+        "nets = open('/proc/net/dev').read().splitlines()[2:]\n"  # this network namespace's
+        "print('probe', os.getuid(), len(nets))\n"
     )
     res = _execute(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
     words = res.stdout.split()[1:]
@@ -264,8 +263,13 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
+def _cpu_limit(job: Job) -> int:
+    """CPU seconds per process (``RLIMIT_CPU``'s soft limit): a little more than the wall time."""
+    return math.ceil(job.timeout_s) + 1
+
+
 def _rlimits(mode: modes.Mode, job: Job) -> list[tuple[str, int, int]]:
-    cpu = math.ceil(job.timeout_s) + 1
+    cpu = _cpu_limit(job)
     limits = [
         ("RLIMIT_AS", job.memory_mb << 20, job.memory_mb << 20),
         ("RLIMIT_CPU", cpu, cpu + 1),  # SIGXCPU first (a timeout), SIGKILL a second later
@@ -294,11 +298,6 @@ def _count_own_processes() -> int:
             with contextlib.suppress(OSError):
                 count += entry.stat().st_uid == uid
     return count
-
-
-def _next_uid() -> int:
-    # Distinct per concurrent run, so RLIMIT_NPROC counts one run's processes only.
-    return UID_BASE + (os.getpid() % 100_000) * 1000 + next(_uid_counter) % 1000
 
 
 class _Stream:
@@ -336,7 +335,15 @@ class _Stream:
 
 def _execute(mode: modes.Mode, job: Job) -> ExecResult:
     start = time.monotonic()
-    uid = _next_uid() if mode.drop_uid else None
+    uid = None
+    if mode.drop_uid:
+        # Unique among the machine's live runs: RLIMIT_NPROC counts this run's processes only,
+        # and no other run can signal or read them.
+        try:
+            uid = uids.ALLOCATOR.acquire()
+        except OSError as exc:
+            note = f"mas-sandbox: no uid for the run: {exc}"
+            return ExecResult(Verdict.sandbox_error, None, "", note, _since(start))
     tmp = None if mode.bwrap else tempfile.mkdtemp(prefix="mas-sandbox-", dir=_fast_tmp())
     try:
         if tmp is None:
@@ -360,6 +367,31 @@ def _execute(mode: modes.Mode, job: Job) -> ExecResult:
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+        if uid is not None:
+            if not (mode.bwrap or mode.cgroup):
+                _kill_uid(uid)  # a process that left the process group (the fallback only)
+            uids.ALLOCATOR.release(uid)  # no process of the run is left to share it
+
+
+def _kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` until none is left (the fallback's last sweep)."""
+    for _ in range(1000):  # each round kills what the last one missed; RLIMIT_NPROC bounds it
+        found = []
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                # Not the directory's owner: a process that switched uid is not dumpable, and
+                # its /proc directory then belongs to root.
+                with contextlib.suppress(OSError, ValueError, IndexError, StopIteration):
+                    with open(f"/proc/{entry.name}/status") as f:
+                        real = next(line for line in f if line.startswith("Uid:")).split()[1]
+                    if int(real) == uid:
+                        found.append(int(entry.name))
+        if not found:
+            return
+        for pid in found:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.002)
 
 
 def _fast_tmp() -> str | None:
@@ -399,7 +431,12 @@ def _spawn_and_wait(
             if mode.seccomp:
                 filter_fd = _memfd("mas-sandbox-seccomp", seccomp.x86_64_filter())
                 child_fds.append(filter_fd)
-            argv = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds, filter_fd)
+            cmd = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds, filter_fd)
+            argv, options = modes.split_options(cmd)
+            if options:
+                args_fd = _memfd("mas-sandbox-args", options)
+                child_fds.append(args_fd)
+                argv = [str(args_fd) if a == "{fd}" else a for a in argv]
             env = {"PATH": "/usr/bin:/bin"}
         else:
             argv = modes.python_command(spec_fd)
@@ -437,10 +474,10 @@ def _spawn_and_wait(
         for fd in parent_fds:
             os.close(fd)
         _kill_all(proc, group)
-        proc.wait()
+        cpu_s = _reap(proc, block=True) or 0.0
         if group:
             group.remove()
-    return _result(mode, job, proc.returncode, started, stopped, oom, out, err, start)
+    return _result(mode, job, proc.returncode, started, stopped, oom, cpu_s, out, err, start)
 
 
 def _fill_cgroup(
@@ -506,7 +543,7 @@ def _collect(
             if stopped is None and now >= deadline:
                 stopped = "timeout" if started else "startup"
                 _kill_all(proc, group)
-            if exited_at is None and proc.poll() is not None:
+            if exited_at is None and _reap(proc, block=False) is not None:
                 # The main process is gone: nothing of the run may outlive it.
                 exited_at = now
                 _kill_all(proc, group)
@@ -540,6 +577,27 @@ def _collect(
     return out, err, stopped, started
 
 
+def _reap(proc: subprocess.Popen[bytes], *, block: bool) -> float | None:
+    """Wait for the run's main process (``wait4``): its tree's CPU seconds once it has exited.
+
+    ``None`` while it runs (``block=False``). The CPU time covers every process of the run
+    that was waited for (bubblewrap's init reaps them all): what the kernel counted, which the
+    program cannot forge, unlike its exit status.
+    """
+    if proc.returncode is not None:
+        return getattr(proc, "_mas_cpu_s", 0.0)
+    try:
+        pid, status, usage = os.wait4(proc.pid, 0 if block else os.WNOHANG)
+    except ChildProcessError:  # reaped elsewhere (never by us twice)
+        pid, status, usage = proc.pid, 0, None
+    if pid == 0:
+        return None
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime if usage is not None else 0.0
+    proc._mas_cpu_s = cpu  # type: ignore[attr-defined]
+    return cpu
+
+
 def _kill_all(proc: subprocess.Popen[bytes], group: cgroup.RunCgroup | None) -> None:
     # start_new_session made the run's pid its process group id; the kernel keeps that id
     # reserved while any member lives, so this never hits an unrelated group.
@@ -568,10 +626,15 @@ def _result(
     started: bool,
     stopped: str | None,
     oom: int,
+    cpu_s: float,
     out: _Stream,
     err: _Stream,
     start: float,
 ) -> ExecResult:
+    """The verdict, from what this process saw only: its own timers and output counts, the
+    kernel's OOM kills in the run's cgroup, the exit status and the CPU time the kernel counted.
+    Never from text the program writes (it can print ``MemoryError``, send itself ``SIGXCPU``
+    or exit with 152, bubblewrap's status for it)."""
     # bubblewrap exits with 128 + n when the program died of signal n; Popen gives -n itself.
     code = returncode
     if mode.bwrap and 128 < code < 128 + 65 and stopped is None:
@@ -587,12 +650,12 @@ def _result(
     if stopped == "output":
         verdict = Verdict.output_limit
         note = "[mas-sandbox: stopped: output limit exceeded]"
-    elif stopped == "timeout" or code == -signal.SIGXCPU:
+    elif stopped == "timeout" or (code == -signal.SIGXCPU and cpu_s >= _cpu_limit(job) - 0.5):
         verdict = Verdict.timeout
         note = f"[mas-sandbox: stopped: time limit of {job.timeout_s:g} s exceeded]"
-    elif code != 0 and (oom > 0 or _last_line(stderr).startswith("MemoryError")):
+    elif code != 0 and oom > 0:
         verdict = Verdict.memory_limit
-        note = f"[mas-sandbox: memory limit of {job.memory_mb} MiB exceeded]" if oom else ""
+        note = f"[mas-sandbox: memory limit of {job.memory_mb} MiB exceeded]"
     elif code == 0:
         verdict = Verdict.ok
     else:
@@ -611,8 +674,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return str(number)
-
-
-def _last_line(text: str) -> str:
-    lines = text.rstrip().splitlines()
-    return lines[-1] if lines else ""

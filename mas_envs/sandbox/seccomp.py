@@ -9,8 +9,13 @@ reach, in the spirit of Docker's and Flatpak's default profiles. Refused with ``
 * System V IPC objects and POSIX message queues (they outlive their creator);
 * tracing other processes, mounting, kernel keyrings, eBPF, perf events, userfaultfd, io_uring,
   module loading, kexec, swap, reboot, clock setting, raw I/O ports and other admin calls;
+* calls no program needs: ``modify_ldt``, ``personality``, ``memfd_secret``, ``kcmp``, NUMA
+  placement, ``process_madvise`` and obsolete ones;
 * any other architecture's calling convention (the 32-bit ``int 0x80`` ABI, x32), which would
   otherwise bypass a filter written for x86-64 numbers.
+
+Sockets of any family but ``AF_UNIX``, ``AF_INET`` and ``AF_INET6`` get ``EAFNOSUPPORT`` (as if
+the kernel lacked them): ``AF_VSOCK`` reaches a VM's host whatever the network namespace.
 
 Everything else is allowed. Only x86-64 has a table here; elsewhere :func:`supported` says no and
 the sandbox runs without the filter (``isolation()`` then lacks ``+seccomp``).
@@ -44,6 +49,14 @@ CLONE_NEW_MASK |= 0x40000000
 
 X86_64_CLONE = 56
 X86_64_CLONE3 = 435
+X86_64_SOCKET = 41
+X86_64_SOCKETPAIR = 53
+
+ALLOWED_SOCKET_FAMILIES: dict[str, int] = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
+"""``socket``/``socketpair`` families a program may use (others: ``EAFNOSUPPORT``). Local sockets
+(multiprocessing, asyncio) and IP, which only reaches the run's own loopback: the network
+namespace is empty. Refused: ``AF_VSOCK`` (not network-namespaced: it reaches the VM's host),
+netlink, packet, crypto (``AF_ALG``) and every other family, kernel code no program needs."""
 
 X86_64_DENIED: dict[str, int] = {
     "ptrace": 101,
@@ -102,6 +115,31 @@ X86_64_DENIED: dict[str, int] = {
     "semget": 64,
     "msgget": 68,
     "mq_open": 240,
+    # Allowed by the kernel to anyone and needed by no program (Docker's default profile refuses
+    # most of them): the LDT, execution domains, secret memory, comparing other processes'
+    # kernel objects, NUMA placement, other processes' memory advice, obsolete calls.
+    "modify_ldt": 154,
+    "personality": 135,
+    "memfd_secret": 447,
+    "kcmp": 312,
+    "mbind": 237,
+    "set_mempolicy": 238,
+    "get_mempolicy": 239,
+    "migrate_pages": 256,
+    "move_pages": 279,
+    "set_mempolicy_home_node": 450,
+    "process_madvise": 440,
+    "process_mrelease": 448,
+    "fanotify_init": 300,
+    "quotactl_fd": 443,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "sysfs": 139,
+    "ustat": 136,
+    "create_module": 174,
+    "get_kernel_syms": 177,
+    "query_module": 178,
+    "nfsservctl": 180,
 }
 
 
@@ -110,42 +148,51 @@ def supported() -> bool:
     return platform.machine().lower() in ("x86_64", "amd64")
 
 
-def _insn(code: int, jt: int, jf: int, k: int) -> tuple[int, int, int, int]:
-    return (code, jt, jf, k)
-
-
 def x86_64_filter() -> bytes:
     """The filter as ``struct sock_filter[]`` bytes, ready for ``bwrap --seccomp FD``."""
-    denied = sorted(set(X86_64_DENIED.values()))
-    # Layout: [0] load arch, [1] arch ok?, [2] load nr, [3] x32?, [4..] one jeq per denied nr,
-    # then clone3, clone + its flags check, and the four returns at the end.
-    n_checks = len(denied)
-    i_clone3 = 4 + n_checks
-    i_clone = i_clone3 + 1
-    i_ret_allow = i_clone + 3
-    i_ret_eperm = i_ret_allow + 1
-    i_ret_enosys = i_ret_eperm + 1
+    prog: list[tuple[int, int]] = []  # (code, k)
+    jumps: list[tuple[int, str | None, str | None]] = []  # (index, jump-if-true, if-false label)
+    labels: dict[str, int] = {}
 
-    def to(target: int, here: int) -> int:
-        offset = target - (here + 1)
-        assert 0 <= offset < 256, "filter too long for an 8-bit jump"
-        return offset
+    def op(code: int, k: int, jt: str | None = None, jf: str | None = None) -> None:
+        jumps.append((len(prog), jt, jf))
+        prog.append((code, k))
 
-    prog = [
-        _insn(_LD_W_ABS, 0, 0, _OFF_ARCH),
-        _insn(_JEQ_K, 0, to(i_ret_eperm, 1), AUDIT_ARCH_X86_64),
-        _insn(_LD_W_ABS, 0, 0, _OFF_NR),
-        _insn(_JGE_K, to(i_ret_eperm, 3), 0, _X32_SYSCALL_BIT),
-    ]
-    for nr in denied:
-        here = len(prog)
-        prog.append(_insn(_JEQ_K, to(i_ret_eperm, here), 0, nr))
-    prog.append(_insn(_JEQ_K, to(i_ret_enosys, i_clone3), 0, X86_64_CLONE3))
-    prog.append(_insn(_JEQ_K, 0, to(i_ret_allow, i_clone), X86_64_CLONE))
-    prog.append(_insn(_LD_W_ABS, 0, 0, _OFF_ARG0_LOW))
-    prog.append(_insn(_JSET_K, to(i_ret_eperm, i_clone + 2), 0, CLONE_NEW_MASK))
-    prog.append(_insn(_RET_K, 0, 0, _RET_ALLOW))
-    prog.append(_insn(_RET_K, 0, 0, _RET_ERRNO | errno.EPERM))
-    prog.append(_insn(_RET_K, 0, 0, _RET_ERRNO | errno.ENOSYS))
-    assert len(prog) == i_ret_enosys + 1
-    return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+    def label(name: str) -> None:
+        labels[name] = len(prog)
+
+    op(_LD_W_ABS, _OFF_ARCH)  # the architecture first: a number means nothing without it
+    op(_JEQ_K, AUDIT_ARCH_X86_64, jf="eperm")
+    op(_LD_W_ABS, _OFF_NR)
+    op(_JGE_K, _X32_SYSCALL_BIT, jt="eperm")
+    for nr in sorted(set(X86_64_DENIED.values())):
+        op(_JEQ_K, nr, jt="eperm")
+    op(_JEQ_K, X86_64_CLONE3, jt="enosys")
+    op(_JEQ_K, X86_64_CLONE, jt="clone")
+    op(_JEQ_K, X86_64_SOCKET, jt="family")
+    op(_JEQ_K, X86_64_SOCKETPAIR, jt="family")
+    op(_RET_K, _RET_ALLOW)
+    label("clone")
+    op(_LD_W_ABS, _OFF_ARG0_LOW)
+    op(_JSET_K, CLONE_NEW_MASK, jt="eperm", jf="allow")
+    label("family")
+    op(_LD_W_ABS, _OFF_ARG0_LOW)
+    for family in sorted(ALLOWED_SOCKET_FAMILIES.values()):
+        op(_JEQ_K, family, jt="allow")
+    op(_RET_K, _RET_ERRNO | errno.EAFNOSUPPORT)
+    label("allow")
+    op(_RET_K, _RET_ALLOW)
+    label("eperm")
+    op(_RET_K, _RET_ERRNO | errno.EPERM)
+    label("enosys")
+    op(_RET_K, _RET_ERRNO | errno.ENOSYS)
+
+    out = []
+    for (here, jt, jf), (code, k) in zip(jumps, prog, strict=True):
+        offsets = []
+        for target in (jt, jf):
+            offset = 0 if target is None else labels[target] - (here + 1)
+            assert 0 <= offset < 256, "filter too long for an 8-bit jump"
+            offsets.append(offset)
+        out.append(struct.pack("=HBBI", code, offsets[0], offsets[1], k))
+    return b"".join(out)

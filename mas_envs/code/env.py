@@ -140,13 +140,26 @@ def _problem_set(
     return by_id, splits
 
 
+def _source_list(value: Any, split: str) -> list[Any]:
+    """One split's sources: a source, or a non-empty list of them."""
+    if isinstance(value, (str, Path)):
+        return [value]
+    if isinstance(value, Sequence) and value and all(isinstance(v, (str, Path)) for v in value):
+        return list(value)
+    raise ValueError(
+        f"problems[{split!r}] must be a source or a non-empty list of sources, got {value!r}"
+    )
+
+
 class CodeEnv(TextEnv):
     """Coder + tester on a coding problem, judged on hidden tests (card: module docstring).
 
     Args:
         problems: ``"builtin"``, ``"humaneval"``, a path to an APPS, CodeContests or
-            LiveCodeBench file, or ``{split: source}`` to take each split from its own source
-            (e.g. ``{"train": "apps/train.jsonl", "test": "apps/test.jsonl"}``).
+            LiveCodeBench file or to a file ``mas-data prepare`` wrote, or ``{split: source}`` to
+            take each split from its own source (e.g. ``{"train": "apps/train.jsonl", "test":
+            "apps/test.jsonl"}``); a split's source may be a list of sources (``{"train":
+            ["data/apps/train.jsonl", "data/codecontests/train.jsonl"]}``).
         timeout_s: Wall-clock seconds per test case.
         memory_mb: Memory limit of a sandboxed run.
         max_cases: Most tester cases that count per answer (more are ignored).
@@ -168,7 +181,7 @@ class CodeEnv(TextEnv):
     def __init__(
         self,
         *,
-        problems: str | Path | Mapping[str, str | Path] = "builtin",
+        problems: str | Path | Mapping[str, str | Path | Sequence[str | Path]] = "builtin",
         timeout_s: float = 2.0,
         memory_mb: int = 512,
         max_cases: int = 8,
@@ -202,8 +215,12 @@ class CodeEnv(TextEnv):
                 raise ValueError(
                     f"problems= as a dict maps splits {list(SPLITS)} to sources, got keys {bad}"
                 )
+            # A split may take several sources: {"train": [apps, codecontests]}.
             sources: tuple[tuple[str | None, str], ...] = tuple(
-                (s, str(problems[s])) for s in SPLITS if s in problems
+                (s, str(src))
+                for s in SPLITS
+                if s in problems
+                for src in _source_list(problems[s], s)
             )
         else:
             sources = ((None, str(problems)),)

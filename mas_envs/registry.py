@@ -176,10 +176,14 @@ def make_parallel(env_id: str, **kwargs: Any) -> Any:
 
 
 def make_single(env_id: str, **kwargs: Any) -> Any:
-    """Create ``env_id`` as a Gymnasium env: the single-agent view (``mode="single"``)."""
+    """Create ``env_id`` as a Gymnasium env: the single-agent view.
+
+    ``gymnasium.make(env_id, **kwargs)`` calls this: every option of the id passes through,
+    ``mode`` included (default ``"single"``, the mode with one agent).
+    """
     from mas_envs.gym_view import SingleAgentEnv
 
-    return SingleAgentEnv(make(env_id, mode="single", **kwargs))
+    return SingleAgentEnv(make(env_id, **{"mode": "single", **kwargs}))
 
 
 def make_numeric(env_id: str, **kwargs: Any) -> Any:

@@ -70,3 +70,37 @@ def test_gymnasium_single_agent_view(env_id, strict_warnings):
     clone = env.unwrapped.clone()
     text = clone.env.oracle_action()
     assert env.unwrapped.step(text)[1:] == clone.step(text)[1:]
+
+
+# A representative option of each id's family, and how to see that it reached the env.
+FAMILY_OPTIONS = {
+    "mas/Sokoban-v0": ({"width": 7, "height": 7}, lambda e: (e.width, e.height) == (7, 7)),
+    "mas/SokobanCode-v0": ({"boxes": 2}, lambda e: e.n_boxes == 2),
+    "mas/PlanPath-v0": ({"rows": 4, "cols": 5}, lambda e: (e.rows, e.cols) == (4, 5)),
+    "mas/PlanPathCode-v0": ({"wall_prob": 0.1}, lambda e: e.wall_prob == 0.1),
+    "mas/Sudoku-v0": ({"size": 9}, lambda e: e.size == 9),
+    "mas/SudokuCode-v0": ({"clues": 8}, lambda e: e.clues == 8),
+    "mas/Math-v0": ({"topics": ["arith"]}, lambda e: e.task_ids()[7].startswith("arith/")),
+    "mas/Math-v1": ({"levels": [2]}, lambda e: e.task_ids()[7].split("/")[1] == "2"),
+    "mas/Code-v0": ({"max_cases": 3}, lambda e: e.max_cases == 3),
+}
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_gymnasium_make_passes_every_option(env_id):
+    assert env_id in FAMILY_OPTIONS, f"add a representative option of {env_id} to FAMILY_OPTIONS"
+    family, arrived = FAMILY_OPTIONS[env_id]
+    common = {"mode": "single", "split": "test", "alpha": 0.5, "max_turns": 2}
+    env = gymnasium.make(env_id, render_mode="ansi", max_action_chars=5000, **common, **family)
+    inner = env.unwrapped.env
+    assert (inner.mode, inner.split, inner.alpha, inner.max_turns) == ("single", "test", 0.5, 2)
+    assert (inner.render_mode, inner.max_action_chars) == ("ansi", 5000)
+    assert arrived(inner), f"{family} did not reach the env"
+    env.reset(seed=0)
+    assert inner.task_id in inner.task_ids("test")
+    assert isinstance(env.render(), str)
+
+
+def test_gymnasium_make_of_the_team_says_what_to_do():
+    with pytest.raises(ValueError, match=r"one-agent env \(mode='single'.*pettingzoo.make"):
+        gymnasium.make("mas/PlanPath-v0", mode="mas")

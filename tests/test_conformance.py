@@ -1,7 +1,9 @@
-"""PettingZoo's and Gymnasium's own checkers, unmodified, over every registered env id."""
+"""The checkers over every registered env id: PettingZoo's and Gymnasium's own, unmodified, and
+ours, :func:`mas_envs.test.text_env_test` (the text-env contract), in both modes."""
 
 from __future__ import annotations
 
+import functools
 import warnings
 
 import gymnasium
@@ -11,6 +13,7 @@ from gymnasium.utils.env_checker import check_env
 from pettingzoo.test import api_test, parallel_api_test, render_test, seed_test
 
 import mas_envs
+from mas_envs.test import text_env_test
 
 # What the checkers say about any env with text spaces and role names: expected, by design.
 EXPECTED = (
@@ -21,6 +24,7 @@ EXPECTED = (
 )
 
 IDS = mas_envs.list_envs()
+MODES = [(env_id, mode) for env_id in IDS for mode in ("mas", "single")]
 
 
 # Gymnasium's note on an id whose newer version is registered too (v0 stays beside v1).
@@ -61,6 +65,11 @@ def test_render(env_id, strict_warnings, capsys):
     assert capsys.readouterr().out, "render_mode='human' printed nothing"
 
 
+@pytest.mark.parametrize(("env_id", "mode"), MODES)
+def test_text_env_contract(env_id, mode, strict_warnings):
+    text_env_test(functools.partial(mas_envs.make, env_id, mode=mode), name=f"{env_id} ({mode})")
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_gymnasium_single_agent_view(env_id, strict_warnings):
     env = gymnasium.make(env_id)
@@ -87,7 +96,7 @@ FAMILY_OPTIONS = {
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_gymnasium_make_passes_every_option(env_id):
+def test_gymnasium_make_passes_every_option(env_id, strict_warnings):
     assert env_id in FAMILY_OPTIONS, f"add a representative option of {env_id} to FAMILY_OPTIONS"
     family, arrived = FAMILY_OPTIONS[env_id]
     common = {"mode": "single", "split": "test", "alpha": 0.5, "max_turns": 2}

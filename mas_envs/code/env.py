@@ -83,13 +83,18 @@ Execution
     Programs run only in :mod:`mas_envs.sandbox`, one sandbox process per program and batch of
     cases (:mod:`mas_envs.code.harness`), ``timeout_s`` per case (default 2 s), ``memory_mb``
     (default 512); after ``max_timeouts`` (2) time-outs the batch's remaining cases fail
-    unrun. The cases of one sandbox run are isolated from each other (a program cannot see
-    another case's input, e.g. a hidden test's while it runs on a visible one; harness.py says
-    how). Results are cached per (program, input) so clones and tree branches never rerun them;
+    unrun. The feedback cases (the tester's, or the examples) and the hidden tests never share a
+    sandbox run, and the feedback runs finish first: nothing of a hidden test reaches a prompt.
+    The cases of one sandbox run are isolated from each other (harness.py says how). Results
+    are cached per (program, input) so clones and tree branches never rerun them;
     ``env.prefetch(texts, agent)`` runs a tree step's K candidate answers in one pooled call.
 
 Version history
-    v0: first version.
+    v0: first version. Within v0 (judge fixes, rewards of honest programs unchanged; the card in
+    ``docs/envs/code.md`` says more): 2026-11-30, the cases of one run are isolated, killing the
+    harness fails the cases; 2026-12-01 (issue 13), a script test's checker takes no name from the
+    program but the function under test, and the feedback cases run in their own sandbox run
+    before the hidden tests (nothing of a hidden test reaches a prompt).
 """
 
 from __future__ import annotations
@@ -289,7 +294,6 @@ class CodeEnv(TextEnv):
         return self._apply_tester(text)
 
     def _apply_coder(self, text: str) -> Outcome:
-        p = self._problem
         code = prompts.extract_code(text)
         if code is None:
             reason = "no program found: put the complete program in a ```python code block"
@@ -303,9 +307,7 @@ class CodeEnv(TextEnv):
                 info={"pass_rate": self.pass_rate},
             )
         feedback = self._feedback_cases()
-        req = Request(code, p.tests + feedback, p.fn_name, p.setup)
-        results = run_requests([req], self.limits)[0]
-        hidden, fb = results[: len(p.tests)], results[len(p.tests) :]
+        fb, hidden = run_requests(self._coder_requests(code, feedback), self.limits)
         passed = sum(r.passed for r in hidden)
         self.program = code
         self.pass_rate = passed / len(hidden)
@@ -319,9 +321,18 @@ class CodeEnv(TextEnv):
             "hidden_total": len(hidden),
             "cases_passed": sum(r.passed for r in fb),
             "cases_total": len(fb),
-            "sandbox_errors": sum(r.status == "sandbox_error" for r in results),
+            "sandbox_errors": sum(r.status == "sandbox_error" for r in (*hidden, *fb)),
         }
         return Outcome(self.pass_rate, self.pass_rate, success, done=done, info=info)
+
+    def _coder_requests(self, code: str, feedback: tuple[Case, ...]) -> list[Request]:
+        """The program on the feedback cases (visible), then on the hidden tests: separate
+        sandbox runs, the hidden ones after (:func:`~mas_envs.code.judge.run_requests`)."""
+        p = self._problem
+        return [
+            Request(code, feedback, p.fn_name, p.setup),
+            Request(code, p.tests, p.fn_name, p.setup, hidden=True),
+        ]
 
     def _apply_tester(self, text: str) -> Outcome:
         p = self._problem
@@ -428,7 +439,7 @@ class CodeEnv(TextEnv):
             if agent == "coder":
                 code = prompts.extract_code(text)
                 if code is not None:
-                    reqs.append(Request(code, p.tests + self._feedback_cases(), p.fn_name, p.setup))
+                    reqs += self._coder_requests(code, self._feedback_cases())
                 continue
             cases = tuple(prompts.parse_cases(text, p, self.max_cases)[0])
             if cases:

@@ -31,7 +31,8 @@ Expected outputs never reach a process that runs the program. For ``stdio`` and 
 they never enter the sandbox: the harness only reports what the program printed or returned, and
 the env compares in its own process. ``script`` tests (HumanEval asserts that are not a plain
 ``f(literal) == literal``) need the assert to run in the sandbox: a separate *checker* process
-runs it, calling the program's functions in the program's process (see "script tests" below);
+runs it, calling the function under test in the program's process (see "script tests" below;
+no other name of the assert ever resolves to the program);
 their return values are plain built-in values, so an object whose ``__eq__`` always says
 ``True`` does not pass, and a program that inspects its caller's frame finds no assert there.
 
@@ -65,7 +66,7 @@ MARK = "@@R "
 ERR_TAIL = 2000
 SANDBOX_DIRS = ("/sandbox", "/tmp", "/dev/shm")
 """The sandbox's private, writable file systems (bubblewrap's tmpfs mounts; see modes.py)."""
-ZYGOTE_LOST = "the harness's fork server died (the program killed it?); test not run"
+ZYGOTE_LOST = "the harness's fork server died or hung (the program's doing?); test not run"
 
 _PR_SET_DUMPABLE = 4
 _PR_SET_CHILD_SUBREAPER = 36
@@ -151,11 +152,12 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
 # A script test's assert holds its expected values, so it never runs where the program runs: the
 # test's child forks a *checker* before it loads the program (the checker inherits no program,
 # and, like every child here, is not dumpable, so the program cannot read its memory), then runs
-# the program and serves the checker's calls. The checker runs the setup and the assert with
-# ``candidate`` (and every function the program defines, e.g. HumanEval's helpers) standing for
-# the program's: each call sends its arguments to the program's process and gets back the plain
-# return value (``marshal``: exact floats, nan and inf included). The program sees the arguments
-# of its calls, never the values they are compared with.
+# the program and serves the checker's calls. The checker runs the problem's setup (trusted:
+# HumanEval's helper functions from the prompt, the test module's prelude) and the assert with
+# ``candidate`` standing for the function under test: each call sends its arguments to the
+# program's process and gets back the plain return value (``marshal``: exact floats, nan and inf
+# included). The program sees the arguments of its calls, never the values they are compared
+# with, and no other name of the assert (``abs``, ``sorted``, ``poly``) resolves to the program.
 
 _MAX_MESSAGE = 64 << 20
 
@@ -191,15 +193,19 @@ def _read_exact(fd: int, size: int) -> bytes | None:
     return bytes(buf)
 
 
-class _Remote:
-    """In the checker: calls a function of the program, in the program's process."""
+_CONTROL_FLOW = (StopIteration, StopAsyncIteration)
+"""Exceptions a call never raises in the checker: ``map(candidate, xs)`` would stop early."""
 
-    def __init__(self, name: str | None, req_fd: int, rep_fd: int) -> None:
-        self.name, self.req_fd, self.rep_fd = name, req_fd, rep_fd
+
+class _Remote:
+    """In the checker: calls the function under test, in the program's process."""
+
+    def __init__(self, req_fd: int, rep_fd: int) -> None:
+        self.req_fd, self.rep_fd = req_fd, rep_fd
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
-            _send(self.req_fd, (self.name, args, kwargs))
+            _send(self.req_fd, (args, kwargs))
         except ValueError as e:  # marshal: an argument that is not a plain value
             raise TypeError(f"cannot pass {args!r} to the program: {e}") from None
         except OSError:
@@ -210,26 +216,31 @@ class _Remote:
         if reply[0] == "ok" and len(reply) == 2:
             return plain(reply[1])
         kind = getattr(builtins, str(reply[1]), None) if len(reply) == 3 else None
-        if not (isinstance(kind, type) and issubclass(kind, Exception)):
+        if not (isinstance(kind, type) and issubclass(kind, Exception)) or issubclass(
+            kind, _CONTROL_FLOW
+        ):
             kind = RuntimeError
         raise kind(str(reply[-1]))
 
 
 def _checker(spec: dict[str, Any], data_fd: int, res_fd: int, req_fd: int, rep_fd: int) -> None:
-    """The checker process of a script test (see above); never returns."""
+    """The checker process of a script test (see above); never returns.
+
+    Its namespace holds the builtins, the problem's own setup (HumanEval: the prompt's helper
+    functions such as ``poly`` and the test module's prelude) and the function under test as
+    ``candidate`` (and by its name). No other name comes from the program: a program that
+    defines ``abs``, ``sorted`` or ``poly`` changes its own process, never the assert.
+    """
     status = 0
     try:
         text = _read_all(data_fd).decode("utf-8", "replace")
         os.close(data_fd)
-        names = _recv(rep_fd)  # the program's functions, once it has loaded
-        if not isinstance(names, list):
+        if _recv(rep_fd) != "loaded":  # the program has loaded and has the function
             raise RuntimeError("the program did not load (its error is above)")
-        ns: dict[str, Any] = {"__name__": "__check__", "__builtins__": __builtins__}
-        for name in names:
-            if isinstance(name, str):
-                ns[name] = _Remote(name, req_fd, rep_fd)
-        ns["candidate"] = _Remote(None, req_fd, rep_fd)
+        remote = _Remote(req_fd, rep_fd)
+        ns: dict[str, Any] = {"__name__": "__check__", "__builtins__": builtins}
         exec(spec.get("setup") or "", ns)
+        ns["candidate"] = ns[spec["fn_name"]] = remote
         exec(text, ns)
         os.write(res_fd, b"ok")
     except BaseException as e:
@@ -258,12 +269,10 @@ def _script_child(code: Any, data_fd: int, res_fd: int, spec: dict[str, Any]) ->
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         ns: dict[str, Any] = {"__name__": "__solution__", "__builtins__": __builtins__}
         exec(code, ns)
-        inner = _resolve(ns, spec["fn_name"])
-        names = [k for k, v in ns.items() if not k.startswith("__") and _is_function(v)]
-        _send(rep_w, names)
+        fn = _resolve(ns, spec["fn_name"])
+        _send(rep_w, "loaded")
         while (request := _recv(req_r)) is not None:
-            name, args, kwargs = request
-            fn: Any = inner if name is None else ns.get(name)
+            args, kwargs = request
             try:
                 reply: tuple[Any, ...] = ("ok", plain(fn(*args, **kwargs)))
             except BaseException as e:
@@ -282,10 +291,6 @@ def _script_child(code: Any, data_fd: int, res_fd: int, spec: dict[str, Any]) ->
     _, wstatus = os.waitpid(checker, 0)
     checked = os.WIFEXITED(wstatus) and os.WEXITSTATUS(wstatus) == 0
     os._exit(status or (0 if checked else 1))
-
-
-def _is_function(value: Any) -> bool:
-    return callable(value) and not isinstance(value, type) and type(value).__name__ != "module"
 
 
 # ---------------------------------------------------------------------------- the zygote
@@ -317,7 +322,7 @@ def _zygote(sock: socket.socket, code: Any, spec: dict[str, Any]) -> None:
                 os.close(fd)
             sock.sendall(b"P%d\n" % pid)
             _, wstatus = os.waitpid(pid, 0)
-            sock.sendall(b"W%d\n" % wstatus)
+            sock.sendall(b"W%d %d\n" % (pid, wstatus))
     except BaseException:
         pass
     os._exit(0)
@@ -365,10 +370,21 @@ class _Zygote:
         line = self._line(time.monotonic() + timeout + 5.0)
         return int(line[1:]) if line and line[:1] == b"P" else None
 
-    def wait(self, timeout: float) -> int | None:
-        """The wait status of the child started last (``None``: the zygote died or hung)."""
+    def wait(self, pid: int, timeout: float) -> int | None:
+        """The wait status of child ``pid``, the one started last (``None``: the zygote died,
+        hung, or answered out of step; then it cannot be trusted with another test)."""
         line = self._line(time.monotonic() + timeout)
-        return int(line[1:]) if line and line[:1] == b"W" else None
+        if not line or line[:1] != b"W":
+            return None
+        got, _, wstatus = line[1:].partition(b" ")
+        return int(wstatus) if got == b"%d" % pid and wstatus else None
+
+    def kill(self) -> None:
+        """Stop the zygote for good (the tests not run yet fail)."""
+        with contextlib.suppress(OSError):
+            os.kill(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            self.sock.close()
 
 
 # ---------------------------------------------------------------------------- the harness
@@ -518,6 +534,10 @@ class _Dirty(Exception):
     """A test left something in the private directories that could not be removed."""
 
 
+class _Lost(Exception):
+    """The zygote died, hung or answered out of step: no later test can be run in step."""
+
+
 DIRTY = "not run: an earlier test left files the harness could not remove (no isolation)"
 LEFT_FILES = "this test left files the harness could not remove; the tests after it do not run"
 
@@ -539,7 +559,7 @@ def run_one(
     if pid is None:
         for r, _ in pipes:
             os.close(r)
-        return {"status": "error", "out": "", "err": ZYGOTE_LOST}
+        raise _Lost
     fds = {pipes[0][0]: 0, pipes[1][0]: 1, pipes[2][0]: 2}
     bufs = [bytearray(), bytearray(), bytearray()]
     status = ""
@@ -565,20 +585,23 @@ def run_one(
             break
     if not status:
         # Its pipes are closed; it may still run (it closed them itself): wait to the deadline.
-        wstatus = zygote.wait(max(0.0, deadline - time.monotonic()))
+        wstatus = zygote.wait(pid, max(0.0, deadline - time.monotonic()))
         if wstatus is None:
             status = "timeout"
     if status:
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGKILL)
-        wstatus = zygote.wait(5.0)
+        # Its process group, and itself: it may have joined another group (killpg misses it),
+        # and it is the zygote's child, not ours, so the sweep below would not find it.
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(pid, signal.SIGKILL)
+        wstatus = zygote.wait(pid, 5.0)
     for fd in list(fds):
         os.close(fd)
+    if wstatus is None:
+        raise _Lost
     _sweep(zygote.pid)
     if not all([_empty(path) for path in dirs]):
         raise _Dirty
-    if wstatus is None:
-        return {"status": "error", "out": "", "err": ZYGOTE_LOST}
     out = bytes(bufs[2] if kind != "stdio" else bufs[0])[:cap]
     err = bytes(bufs[1][-ERR_TAIL:]).decode("utf-8", "replace")
     if not status:
@@ -633,12 +656,14 @@ def main() -> None:
     tests = json.loads(_read_all(0).decode("utf-8"))
     os.close(0)
     timeouts = 0
-    dirty = False
+    dirty = lost = False
     for i, test in enumerate(tests):
         if timeouts >= spec["max_timeouts"]:
             res = {"status": "skipped", "out": "", "err": f"not run: {timeouts} earlier timeouts"}
         elif dirty:
             res = {"status": "error", "out": "", "err": DIRTY}
+        elif lost:
+            res = {"status": "error", "out": "", "err": ZYGOTE_LOST}
         else:
             try:
                 res = run_one(zygote, test, spec, dirs)
@@ -646,6 +671,13 @@ def main() -> None:
                 # This test's own result stands for nothing: it may have read what is left.
                 dirty = True
                 res = {"status": "error", "out": "", "err": LEFT_FILES}
+            except _Lost:
+                # Out of step with the zygote (or without one): stop it and what it started;
+                # this test and the rest fail rather than run with another test's pipes.
+                lost = True
+                zygote.kill()
+                _sweep(-1)
+                res = {"status": "error", "out": "", "err": ZYGOTE_LOST}
             timeouts += res["status"] == "timeout"
         emit(MARK + json.dumps({"i": i, **res}) + "\n")
         sys.stdout.flush()

@@ -84,12 +84,23 @@ class CaseResult:
 
 @dataclass(frozen=True)
 class Request:
-    """One program to run on some cases."""
+    """One program to run on some cases.
+
+    Attributes:
+        program: The program's source.
+        cases: The cases to run it on.
+        fn_name: The function under test (``call`` and ``script`` cases).
+        setup: Trusted code the checker of ``script`` cases runs first (the problem's helpers).
+        hidden: The cases are hidden tests: nothing of them may reach what an agent sees. They
+            run in their own sandbox runs, after every run of the call's visible cases, and a
+            visible case never reuses their results (see :func:`run_requests`).
+    """
 
     program: str
     cases: tuple[Case, ...]
     fn_name: str | None = None
     setup: str = ""
+    hidden: bool = False
 
 
 # ---------------------------------------------------------------------------- comparison
@@ -231,13 +242,20 @@ CACHE = _Cache(50_000)
 others it keeps an env and its clones consistent)."""
 
 
-def _key(req: Request, case: Case, limits: Limits) -> bytes:
+def _key(req: Request, case: Case, limits: Limits, hidden: bool) -> bytes:
     h = hashlib.blake2b(digest_size=20)
     parts = (req.program, req.fn_name or "", req.setup, case.kind, case.input, repr(limits))
-    for part in (*parts, str(case_cap(case, limits))):
+    for part in (*parts, str(case_cap(case, limits)), "hidden" if hidden else "visible"):
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     return h.digest()
+
+
+def _keys(req: Request, case: Case, limits: Limits) -> tuple[bytes, ...]:
+    """The cache keys whose result may serve ``case``: its own, and for a hidden case also a
+    visible run's (that run held nothing hidden). A visible case never takes a hidden result."""
+    visible = _key(req, case, limits, False)
+    return (_key(req, case, limits, True), visible) if req.hidden else (visible,)
 
 
 _BATCH_BYTES = 3 << 20
@@ -286,33 +304,41 @@ def _harness_stdin(head: dict[str, Any], tests: list[dict[str, Any]]) -> str:
 def run_requests(
     requests: Sequence[Request], limits: Limits = Limits()
 ) -> list[tuple[CaseResult, ...]]:
-    """Run every request's program on its cases; one sandbox ``run_many`` call for them all.
+    """Run every request's program on its cases, in at most two pooled sandbox calls.
+
+    A sandbox run holds the cases of one request only. The runs of visible requests (cases an
+    agent sees the results of: the tester's, the examples) all finish before the first run of a
+    ``hidden`` request starts, so nothing of a hidden case (its input, output, timing, pids,
+    files, processes) can reach a visible result, not even from another request of the call
+    running at the same time. Each (program, case) runs once per call and is cached.
 
     Returns, per request, one :class:`CaseResult` per case, in order. Never raises for anything
     a program does; a failing sandbox gives ``sandbox_error`` results.
     """
     raw: list[list[tuple[str, str, str] | None]] = []
-    todo: list[tuple[int, Request, list[tuple[int, Case]]]] = []
+    phases: dict[bool, list[tuple[int, Request, list[tuple[int, Case]]]]] = {False: [], True: []}
     first: dict[bytes, tuple[int, int]] = {}  # each (program, input) runs once per call
     copies: list[tuple[int, int, tuple[int, int]]] = []
     for r, req in enumerate(requests):
         row: list[tuple[str, str, str] | None] = []
         missing: list[tuple[int, Case]] = []
         for c, case in enumerate(req.cases):
-            key = _key(req, case, limits)
-            hit = CACHE.get(key)
+            keys = _keys(req, case, limits)
+            hit = next((v for k in keys if (v := CACHE.get(k)) is not None), None)
             row.append(hit)
             if hit is None:
-                if key in first:
-                    copies.append((r, c, first[key]))
+                twin = next((first[k] for k in keys if k in first), None)
+                if twin is not None:
+                    copies.append((r, c, twin))
                 else:
-                    first[key] = (r, c)
+                    first[keys[0]] = (r, c)
                     missing.append((c, case))
         raw.append(row)
         for batch in _batches(missing, limits) if missing else []:
-            todo.append((r, req, batch))
-    if todo:
-        _run_batches(todo, raw, requests, limits)
+            phases[req.hidden].append((r, req, batch))
+    for hidden in (False, True):  # every visible run is over before a hidden one starts
+        if phases[hidden]:
+            _run_batches(phases[hidden], raw, limits)
     for r, c, (r0, c0) in copies:
         raw[r][c] = raw[r0][c0]
     out = []
@@ -329,7 +355,6 @@ def run_requests(
 def _run_batches(
     todo: list[tuple[int, Request, list[tuple[int, Case]]]],
     raw: list[list[tuple[str, str, str] | None]],
-    requests: Sequence[Request],
     limits: Limits,
 ) -> None:
     try:
@@ -378,4 +403,4 @@ def _run_batches(
             value = found.get(j, lost)
             raw[r][c] = value
             if value[0] != "sandbox_error":
-                CACHE.put(_key(req, case, limits), value)
+                CACHE.put(_key(req, case, limits, req.hidden), value)

@@ -81,7 +81,8 @@ class Problem:
         reference: A correct program, or ``""`` when the source has none (LiveCodeBench).
         fn_name: The function to define, for ``"function"`` problems.
         starter: Starter code shown to the coder (a signature), possibly empty.
-        setup: Code run before ``script`` tests (HumanEval's test module prelude).
+        setup: Code the checker of ``script`` tests runs first (HumanEval: the prompt's helper
+            functions and imports, then the test module's prelude); trusted, never the program.
         difficulty: ``"easy"``, ``"medium"``, ``"hard"`` or ``""`` when unknown.
         split: The dataset's own split, or ``None`` (then the id's hash decides).
         wrong: Known wrong programs (each fails some hidden test): built-in mutants that pass
@@ -682,7 +683,15 @@ def _humaneval_problem(task: dict[str, Any]) -> Problem:
     entry = task["entry_point"]
     module = ast.parse(task["test"])
     check = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == "check")
-    setup = ast.unparse([n for n in module.body if n is not check])  # type: ignore[arg-type]
+    # The checker of a script test runs this first: the prompt's own helpers (HumanEval/32's
+    # poly, /38's encode_cyclic: trusted copies, never the program's), then the test's prelude.
+    helpers = [
+        n
+        for n in ast.parse(task["prompt"]).body
+        if not (isinstance(n, ast.FunctionDef) and n.name == entry)
+    ]
+    prelude = [n for n in module.body if n is not check]
+    setup = ast.unparse([*helpers, *prelude])  # type: ignore[arg-type]
     tests: list[Case] = []
     prefix: list[str] = []
     for stmt in check.body:

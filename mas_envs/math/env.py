@@ -75,7 +75,9 @@ topic and level has problems in every split and no question is in two splits.
 
 **Version history.** v0: first version. v1 (``mas/Math-v1``, ``version=1``): generated problems
 only: larger spaces for the five small (topic, level) pairs and question-partitioned splits (same
-ids, other questions); prompts, parsing and rewards unchanged.
+ids, other questions); prompts, parsing and rewards unchanged. Within v0 and v1 (2026-12-01,
+judge fixes): the sympy fallback grader no longer judges an infinite answer (``oo``) equal to
+every ground truth; a tool program's MemoryError is a runtime_error, not memory_limit (same reward).
 """
 
 from __future__ import annotations

@@ -644,9 +644,12 @@ def _values_equal(a: Any, b: Any) -> bool:
     diff = a - b
     if diff.free_symbols:
         return bool(sympy.simplify(diff) == 0)
-    value = complex(sympy.N(diff, 30))
-    scale = max(1.0, abs(complex(sympy.N(b, 30))))
-    return abs(value) <= 1e-9 * scale
+    # In sympy's own numbers (a float overflows at 1e309), and only when both are finite: with
+    # an infinite answer the scale was infinite too, and "oo" (or "1e309") equalled everything.
+    gap, size = sympy.N(abs(diff), 30), sympy.N(abs(b), 30)
+    if not (gap.is_finite and size.is_finite):
+        return False
+    return bool(gap <= sympy.Float(1e-9) * sympy.Max(1, size))
 
 
 def majority_answer(answers: Sequence[str | None], backend: str | None = None) -> str | None:

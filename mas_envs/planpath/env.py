@@ -88,7 +88,8 @@ planner sees the program, its output and the parsed moves in place of the propos
 tool modes.
 
 **Version history.** v0: first version. ``mas/PlanPathCode-v0``: first version of the plan-code
-variant.
+variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
+(same reward).
 """
 
 from __future__ import annotations

@@ -71,7 +71,8 @@ Plan code (``tool_mode="code"``, the id ``mas/SokobanCode-v0``):
     K candidates in one pooled call. ``mode="single"`` is the same in both tool modes.
 
 Version history:
-    v0: first version. ``mas/SokobanCode-v0``: first version of the plan-code variant.
+    v0: first version. ``mas/SokobanCode-v0``: first version of the plan-code variant; within v0
+    (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit (same reward).
 """
 
 from __future__ import annotations

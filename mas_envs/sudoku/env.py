@@ -92,7 +92,8 @@ clones; ``prefetch(texts)`` runs K candidates in one pooled call. ``mode="single
 both tool modes.
 
 **Version history.** v0: first version. ``mas/SudokuCode-v0``: first version of the plan-code
-variant.
+variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
+(same reward).
 """
 
 from __future__ import annotations

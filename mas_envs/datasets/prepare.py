@@ -242,7 +242,7 @@ def _write_set(
 
     handles: dict[str, Any] = {}
     counts: dict[str, int] = {}
-    ids: set[str] = set()
+    ids: dict[str, str] = {}
     seen: dict[str, str] = {}
     duplicates: list[dict[str, str]] = []
     tests_dropped = 0
@@ -262,10 +262,10 @@ def _write_set(
                     record = _to_record(spec.family, problem)
             if problem.id in ids:
                 raise DatasetError(
-                    f"{spec.name}: problem id {problem.id!r} appears twice in the download; "
-                    "ids must be unique"
+                    f"{spec.name}: problem id {problem.id!r} appears twice in the download "
+                    f"(in {ids[problem.id]} and {split}); ids must be unique"
                 )
-            ids.add(problem.id)
+            ids[problem.id] = split
             if split not in handles:
                 handles[split] = (folder / f"{split}.jsonl.tmp").open("w", encoding="utf-8")
             handles[split].write(json.dumps(record, ensure_ascii=False) + "\n")

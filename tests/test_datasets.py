@@ -422,6 +422,30 @@ def _copy(name: str, tmp_path: Path) -> Path:
     return dst
 
 
+def _hub_metadata(raw: Path, rel: str, etag: str) -> None:
+    """What ``huggingface-cli download --local-dir`` leaves beside a downloaded file."""
+    meta = raw / ".cache" / "huggingface" / "download" / f"{rel}.metadata"
+    meta.parent.mkdir(parents=True, exist_ok=True)
+    meta.write_text(f"{'c0ffee' * 6}abcd\n{etag}\n1712656091.123\n")
+
+
+def test_hub_download_metadata_gives_the_revision_and_catches_cut_off_files(tmp_path):
+    raw = _copy("codecontests", tmp_path)
+    shards = sorted((raw / "data").glob("*.parquet"))
+    for shard in shards:  # LFS files: the ETag is the SHA-256
+        _hub_metadata(raw, f"data/{shard.name}", _sha(shard))
+    m = prepare("codecontests", raw, tmp_path / "out").manifest
+    assert {i["revision"] for i in m["inputs"]} == {"c0ffee" * 6 + "abcd"}
+    raw = _copy("apps", tmp_path / "b")
+    blob = (raw / "test.jsonl").read_bytes()  # a regular file: the ETag is the git blob hash
+    _hub_metadata(raw, "test.jsonl", hashlib.sha1(b"blob %d\0" % len(blob) + blob).hexdigest())
+    assert prepare("apps", raw, tmp_path / "out").manifest["inputs"][0]["revision"]
+    shard = shards[0]
+    shard.write_bytes(shard.read_bytes()[:-100])
+    with pytest.raises(DatasetError, match=rf"{shard.name}: its bytes do not match"):
+        prepare("codecontests", tmp_path / "raw" / "codecontests", tmp_path / "out")
+
+
 def test_missing_column_names_the_file_and_the_column(tmp_path):
     raw = _copy("codecontests", tmp_path)
     shard = next((raw / "data").glob("test-*.parquet"))

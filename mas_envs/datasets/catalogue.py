@@ -111,7 +111,14 @@ class DatasetSpec:
             found = [source]
         else:
             found = sorted(
-                {p for pat in self.patterns for p in source.glob(pat) if p.is_file()},
+                {
+                    p
+                    for pat in self.patterns
+                    for p in source.glob(pat)
+                    # not the download's own .cache/ (metadata, partial files)
+                    if p.is_file()
+                    and not any(part.startswith(".") for part in p.relative_to(source).parts)
+                },
                 key=lambda p: p.relative_to(source).as_posix(),
             )
         if self.select is not None:

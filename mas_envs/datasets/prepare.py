@@ -72,6 +72,45 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _git_blob_sha1(path: Path) -> str:
+    h = hashlib.sha1(f"blob {path.stat().st_size}\0".encode())
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def hub_download_record(source: Path, path: Path, sha256: str) -> dict[str, str]:
+    """What ``huggingface-cli download --local-dir`` recorded about ``path``, checked.
+
+    The download keeps ``.cache/huggingface/download/<file>.metadata`` beside the files: the
+    repository commit, the file's ETag (the SHA-256 of an LFS file, the git blob hash of
+    others) and a time. A file whose bytes no longer match its ETag was cut off or changed
+    after the download.
+
+    Returns:
+        ``{"revision": commit}`` when the metadata is there, else ``{}``.
+
+    Raises:
+        DatasetError: The file does not match the ETag the hub served.
+    """
+    if not source.is_dir():
+        return {}
+    meta = source / ".cache" / "huggingface" / "download" / f"{path.relative_to(source)}.metadata"
+    try:
+        commit, etag = meta.read_text().splitlines()[:2]
+    except (OSError, ValueError):
+        return {}
+    etag = etag.strip().strip('"')
+    actual = sha256 if len(etag) == 64 else _git_blob_sha1(path) if len(etag) == 40 else etag
+    if actual != etag:
+        raise DatasetError(
+            f"{path}: its bytes do not match what the hub served (ETag {etag}, file {actual}): "
+            "a cut-off or edited download; download it again"
+        )
+    return {"revision": commit.strip()}
+
+
 def file_columns(path: Path) -> list[str] | None:
     """The field names of a file's first record (``None`` when that cannot be told cheaply)."""
     name = path.name.lower()
@@ -212,20 +251,36 @@ def prepare(
         raise DatasetError(f"{', '.join(unused)} do(es) not apply to {name}")
     source, out = Path(source), Path(out)
     files = spec.find(source, opts)
+    inputs = _inputs(source, files)  # first: a cut-off download fails before any other check
     for f in files:
         columns = file_columns(f)
         if columns is not None:
             check_columns(spec, f, columns)
     with _locked(out):
-        _write_set(spec, files, source, out / name, opts, progress)
+        _write_set(spec, files, inputs, out / name, opts, progress)
         removed = dedupe_folder(out, spec.family, opts.near_threshold)
         return Prepared(read_manifest(out / name), removed)
+
+
+def _inputs(source: Path, files: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for f in files:
+        sha = _sha256(f)
+        out.append(
+            {
+                "path": f.relative_to(source).as_posix() if source.is_dir() else f.name,
+                "bytes": f.stat().st_size,
+                "sha256": sha,
+                **hub_download_record(source, f, sha),
+            }
+        )
+    return out
 
 
 def _write_set(
     spec: DatasetSpec,
     files: list[Path],
-    source: Path,
+    inputs: list[dict[str, Any]],
     folder: Path,
     opts: Options,
     progress: Callable[[str], None] | None,
@@ -303,14 +358,7 @@ def _write_set(
         "options": {
             k: (dict(v) if isinstance(v, dict) else v) for k, v in dataclasses.asdict(opts).items()
         },
-        "inputs": [
-            {
-                "path": str(f.relative_to(source)) if source.is_dir() else f.name,
-                "bytes": f.stat().st_size,
-                "sha256": _sha256(f),
-            }
-            for f in files
-        ],
+        "inputs": inputs,
         "splits": {
             split: _split_entry(folder / f"{split}.jsonl", counts[split])
             for split in SPLITS

@@ -651,3 +651,15 @@ def test_mas_data_imports_neither_torch_nor_pyarrow():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_newer_prepared_layout_is_refused_with_what_to_do(prepared, tmp_path):
+    for name, family_error in (("aime24", ProblemFileError), ("livecodebench", ProblemFormatError)):
+        line = (prepared / name / "test.jsonl").read_text().splitlines()[0]
+        rec = json.loads(line)
+        rec["layout"] = rec["layout"].replace("-v1", "-v9")
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text(json.dumps(rec) + "\n")
+        loader = math_loaders.load_problems if name == "aime24" else load_problems
+        with pytest.raises(family_error, match="is not a layout this version reads"):
+            loader(path)

@@ -255,7 +255,7 @@ def _records(path: Path, on_error: OnError | None = None) -> Iterator[_Record]:
 def _layout_reader(rec: _Record) -> Callable[[_Record], Problem]:
     """The reader of a file's layout, from its first record's fields."""
     keys = set(rec.data)
-    if "layout" in keys:
+    if str(rec.data.get("layout", "")).startswith("mas-rl/"):
         if rec.data["layout"] != PREPARED_LAYOUT:
             raise rec.error(
                 "layout",

@@ -139,7 +139,7 @@ def iter_problems(
 def detect_format(record: dict[str, Any], where: str) -> str:
     """The format whose fields ``record`` has (see the module table)."""
     keys = set(record)
-    if "layout" in keys:
+    if str(record.get("layout", "")).startswith("mas-rl/"):
         return "mas-rl"
     if {"prompt", "reward_model"} <= keys:
         return "dapo"

@@ -1,0 +1,236 @@
+"""An OpenEnv (`openenv-core` >= 0.3) server for every env id: typed Action, Observation, State.
+
+One command starts it (or build `environments/openenv/Dockerfile`)::
+
+    pip install 'mas-rl[openenv]'
+    mas-openenv --env mas/PlanPath-v0 --port 8000     # python -m mas_envs.adapters.openenv
+
+OpenEnv's own server (`openenv.core.env_server.create_app`) serves it: `POST /reset`,
+`POST /step`, `GET /state`, `GET /schema`, `GET /health` and the `/ws` WebSocket, where each
+connection is one session with its own env (HTTP `/reset` and `/step` are one-shot: a fresh env
+per request, as OpenEnv defines them; multi-step episodes use `/ws` or `MasEnvClient`).
+
+`reset` takes any of `seed`, `env_id`, `task_id`, `split`, `mode`, `plays`, `others` and
+`env_kwargs` (`mas_envs.make` options), so one server serves every id. Each observation names the
+role to act now (`agent`) with its `system` text, `prompt` and the same as chat `messages`;
+`step` takes that role's text. `reward` is the reward of the action just taken; `info` is the
+acting role's `infos` entry. With `plays=["planner"]` and `others="oracle"` the other roles are
+played on the server (see `mas_envs.adapters.roles`)::
+
+    from mas_envs.adapters.openenv import MasAction, MasEnvClient
+
+    with MasEnvClient(base_url="http://127.0.0.1:8000").sync() as client:
+        result = client.reset(env_id="mas/PlanPath-v0", seed=0)
+        while not result.done:
+            result = client.step(MasAction(text=my_model(result.observation.messages)))
+        print(client.state().success)
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from typing import Any
+from uuid import uuid4
+
+try:
+    from openenv.core import EnvClient
+    from openenv.core.client_types import StepResult
+    from openenv.core.env_server import Action, Environment, Observation, State, create_app
+except ImportError as e:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "mas_envs.adapters.openenv needs openenv-core>=0.3: pip install 'mas-rl[openenv]'"
+    ) from e
+
+from pydantic import Field
+
+import mas_envs
+from mas_envs.adapters.roles import RolePlay, scripted_policy
+from mas_envs.chat import as_messages
+
+__all__ = [
+    "MasAction",
+    "MasEnvClient",
+    "MasEnvironment",
+    "MasObservation",
+    "MasState",
+    "main",
+    "make_app",
+]
+
+DEFAULT_ENV = "mas/PlanPath-v0"
+
+
+class MasAction(Action):
+    """The acting role's text (the model's reply, any string)."""
+
+    text: str = Field(..., description="The acting role's text, e.g. '#### R, R, D'")
+
+
+class MasObservation(Observation):
+    """What the role to act now sees, and what the last action did."""
+
+    env_id: str = Field("", description="The env id of this episode")
+    agent: str | None = Field(None, description="The role to act now; None when done")
+    system: str = Field("", description="The system text for that role")
+    prompt: str = Field("", description="The user prompt for that role")
+    messages: list[dict[str, str]] = Field(
+        default_factory=list, description="system and prompt as chat messages"
+    )
+    acted: str | None = Field(None, description="The role whose action led here")
+    info: dict[str, Any] = Field(default_factory=dict, description="That role's infos entry")
+    success: bool = Field(False, description="The task is solved")
+
+
+class MasState(State):
+    """The episode's state (besides OpenEnv's `episode_id` and `step_count`)."""
+
+    env_id: str = ""
+    task_id: int | str | None = None
+    split: str = "train"
+    mode: str = "mas"
+    plays: list[str] = Field(default_factory=list)
+    agent: str | None = None
+    turn: int = 0
+    success: bool = False
+    returns: dict[str, float] = Field(default_factory=dict)
+
+
+class MasEnvironment(Environment[MasAction, MasObservation, MasState]):
+    """One session: one `mas_envs` env, made afresh by each `reset`.
+
+    Args:
+        env_id: The id served when `reset` names none.
+    """
+
+    SUPPORTS_CONCURRENT_SESSIONS = True  # every session owns its env; nothing is shared
+
+    def __init__(self, env_id: str = DEFAULT_ENV) -> None:
+        super().__init__()
+        mas_envs.registry.entry(env_id)  # an unknown id fails at start, with a did-you-mean
+        self.default_env_id = env_id
+        self._play: RolePlay | None = None
+        self._state = MasState(env_id=env_id)
+
+    def reset(
+        self,
+        seed: int | None = None,
+        episode_id: str | None = None,
+        env_id: str | None = None,
+        task_id: int | str | None = None,
+        split: str = "train",
+        mode: str = "mas",
+        plays: list[str] | None = None,
+        others: str = "oracle",
+        env_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> MasObservation:
+        """Start an episode (see the module docstring for the arguments)."""
+        if kwargs:
+            raise ValueError(
+                f"unknown reset options {sorted(kwargs)}; known: seed, episode_id, env_id, "
+                "task_id, split, mode, plays, others, env_kwargs"
+            )
+        env_id = env_id or self.default_env_id
+        env = mas_envs.make(env_id, mode=mode, split=split, **(env_kwargs or {}))
+        scripted = scripted_policy(others, seed) if plays else None
+        self._play = RolePlay(env, plays=plays, others=scripted)
+        options = {"task_id": task_id} if task_id is not None else None
+        turn = self._play.reset(seed=seed, options=options)
+        self._state = MasState(
+            episode_id=episode_id or str(uuid4()),
+            env_id=env_id,
+            task_id=env.task_id,
+            split=split,
+            mode=mode,
+            plays=list(self._play.plays or ()),
+        )
+        return self._observe(turn.agent if turn else None, None, 0.0, {})
+
+    def step(
+        self, action: MasAction, timeout_s: float | None = None, **kwargs: Any
+    ) -> MasObservation:
+        """Apply the acting role's text."""
+        if self._play is None:
+            raise RuntimeError("step() before reset(): reset the session first")
+        acted = self._play.env.agent_selection
+        out = self._play.step(action.text)
+        self._state.step_count += 1
+        return self._observe(out.next.agent if out.next else None, acted, out.reward, out.info)
+
+    @property
+    def state(self) -> MasState:
+        if self._play is not None:
+            env = self._play.env
+            turn = self._play.turn
+            self._state.agent = turn.agent if turn else None
+            self._state.turn = env.turn
+            self._state.success = bool(env.success)
+            self._state.returns = dict(self._play.returns)
+        return self._state
+
+    def _observe(
+        self, agent: str | None, acted: str | None, reward: float, info: dict[str, Any]
+    ) -> MasObservation:
+        assert self._play is not None
+        env = self._play.env
+        obs = env.observe(agent) if agent else {"system": "", "prompt": ""}
+        return MasObservation(
+            done=agent is None,
+            reward=reward,
+            env_id=self._state.env_id,
+            agent=agent,
+            system=obs["system"],
+            prompt=obs["prompt"],
+            messages=as_messages(obs) if agent else [],
+            acted=acted,
+            info=info,
+            success=bool(env.success),
+        )
+
+
+class MasEnvClient(EnvClient[MasAction, MasObservation, MasState]):
+    """OpenEnv's WebSocket client, typed for this server (`.sync()` for a blocking one)."""
+
+    def _step_payload(self, action: MasAction) -> dict[str, Any]:
+        return {"text": action.text}
+
+    def _parse_result(self, payload: dict[str, Any]) -> StepResult[MasObservation]:
+        obs = MasObservation(
+            **payload.get("observation", {}),
+            done=payload.get("done", False),
+            reward=payload.get("reward"),
+        )
+        return StepResult(observation=obs, reward=payload.get("reward"), done=obs.done)
+
+    def _parse_state(self, payload: dict[str, Any]) -> MasState:
+        return MasState(**payload)
+
+
+def make_app(env_id: str = DEFAULT_ENV, max_sessions: int = 16) -> Any:
+    """The FastAPI app: OpenEnv's server around `MasEnvironment`."""
+    mas_envs.registry.entry(env_id)
+    return create_app(
+        functools.partial(MasEnvironment, env_id=env_id),
+        MasAction,
+        MasObservation,
+        env_name="mas-rl",
+        max_concurrent_envs=max_sessions,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`mas-openenv`: serve the envs over OpenEnv's HTTP/WebSocket interface."""
+    parser = argparse.ArgumentParser(prog="mas-openenv", description=main.__doc__)
+    parser.add_argument("--env", default=DEFAULT_ENV, help="env id when reset names none")
+    parser.add_argument("--host", default="127.0.0.1", help="address (0.0.0.0 in a container)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-sessions", type=int, default=16, help="concurrent /ws sessions")
+    args = parser.parse_args(argv)
+    import uvicorn
+
+    uvicorn.run(make_app(args.env, args.max_sessions), host=args.host, port=args.port)
+
+
+if __name__ == "__main__":
+    main()

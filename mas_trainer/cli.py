@@ -29,7 +29,7 @@ _TRAIN_USAGE = """usage: mas-train [PRESET] [--config FILE] [--section.field VAL
 
 Train LLM agents with AT-GRPO (tree rollouts, agent- and turn-wise groups) on a mas_envs env.
 With no arguments: the embedded default, preset 'plan-path-tiny' (a tiny model learns a small
-Plan-Path on the CPU in about 10 minutes; supervised warm start, then AT-GRPO).
+Plan-Path on the CPU in about 8 minutes; supervised warm start, then AT-GRPO).
 
 positional:
   PRESET            one of: {presets}

@@ -537,7 +537,7 @@ def _tiny_preset(
 _PLANPATH_TINY_ENV = {"rows": 4, "cols": 4, "wall_prob": 0.1}
 
 PRESETS: dict[str, TrainConfig] = {
-    # The embedded default: learns on 2 CPU cores in ~10 minutes (docs/trainer.md has the numbers).
+    # The embedded default: learns on 2 CPU cores in ~8 minutes (docs/trainer.md has the numbers).
     # Sampling at 0.7 during RL (the learner scores at the same temperature) keeps the candidates
     # near the greedy answer that the evaluation measures.
     "plan-path-tiny": _tiny_preset(

@@ -107,11 +107,12 @@ def test_vf_eval_plays_the_team_and_scores_every_turn(tmp_path):
         assert by_role == pytest.approx(result.returns)
 
 
-def test_scripted_teammate_and_an_unparseable_model(tmp_path):
+def test_scripted_teammate_frozen_role_and_an_unparseable_model(tmp_path):
     with chat_server(lambda messages: "I am not sure.") as server:
         episodes = _vf_eval(
-            tmp_path, server.base_url, "-n", "1", "--env.scripted", '{"tool": "oracle"}'
-        )
+            tmp_path, server.base_url, "-n", "1", "--env.scripted", '{"tool": "oracle"}',
+            "--env.frozen", '["planner"]',
+        )  # fmt: skip
         assert len(server.requests) == 3  # the planner's three turns; the tool made no call
     (ep,) = episodes
     traces = ep["traces"]
@@ -120,3 +121,4 @@ def test_scripted_teammate_and_an_unparseable_model(tmp_path):
         assert t["metrics"]["parsed"] == 0.0 and t["metrics"]["success"] == 0.0
         assert t["rewards"]["reward"]["score"] < 0  # the format penalty, not a crash
         assert "####" in t["info"]["mas"]["reason"]
+        assert t["agent"]["trainable"] is False  # --env.frozen: not training data

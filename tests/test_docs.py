@@ -32,6 +32,31 @@ def test_quickstart_shows_the_readme_commands():
         assert cmd in quickstart, f"docs/quickstart.md lacks the README command {cmd!r}"
 
 
+def test_readme_pettingzoo_loop_runs(capsys):
+    """The README's loop is runnable as it stands (its model is a stand-in that is defined)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## A PettingZoo loop", 1)[1].split("\n## ", 1)[0]
+    (code,) = re.findall(r"```python\n(.*?)```", section, re.S)
+    exec(compile(code, "README.md", "exec"), {})
+    success, turns = capsys.readouterr().out.split()
+    assert success in ("True", "False") and 1 <= int(turns) <= 3
+
+
+def test_default_run_time_is_quoted_the_same_everywhere():
+    """README, quickstart and `mas-train --help` quote one measured wall time for the default."""
+    quoted = {}
+    sources = {
+        "README.md": (REPO / "README.md").read_text(),
+        "docs/quickstart.md": (REPO / "docs" / "quickstart.md").read_text(),
+        "mas_trainer/cli.py": (REPO / "mas_trainer" / "cli.py").read_text(),
+    }
+    for name, text in sources.items():
+        found = re.findall(r"in about (\d+) minutes", " ".join(text.split()))
+        assert found, f"{name} does not say how long the default run takes"
+        quoted[name] = found[0]
+    assert len(set(quoted.values())) == 1, quoted
+
+
 def test_nav_lists_every_page_and_the_required_sections():
     config = (REPO / "mkdocs.yml").read_text()
     nav = config.split("\nnav:", 1)[1]

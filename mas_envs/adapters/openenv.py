@@ -45,7 +45,7 @@ except ImportError as e:  # pragma: no cover - depends on the environment
 from pydantic import Field
 
 import mas_envs
-from mas_envs.adapters.roles import RolePlay, scripted_policy
+from mas_envs.adapters.roles import RolePlay, make_role_play
 from mas_envs.chat import as_messages
 
 __all__ = [
@@ -132,9 +132,10 @@ class MasEnvironment(Environment[MasAction, MasObservation, MasState]):
                 "task_id, split, mode, plays, others, env_kwargs"
             )
         env_id = env_id or self.default_env_id
-        env = mas_envs.make(env_id, mode=mode, split=split, **(env_kwargs or {}))
-        scripted = scripted_policy(others, seed) if plays else None
-        self._play = RolePlay(env, plays=plays, others=scripted)
+        self._play = make_role_play(
+            env_id, mode=mode, split=split, plays=plays, others=others, env_kwargs=env_kwargs
+        )
+        env = self._play.env
         options = {"task_id": task_id} if task_id is not None else None
         turn = self._play.reset(seed=seed, options=options)
         self._state = MasState(

@@ -26,6 +26,7 @@ three ways (docs/integrations.md says what each costs in fidelity to AT-GRPO):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,11 +37,13 @@ from mas_envs.chat import as_messages
 from mas_envs.policies import Policy, oracle_policy, random_policy
 
 __all__ = [
+    "ROW_KEYS",
     "RolePlay",
     "Step",
     "Turn",
     "episode_rows",
     "make_role_play",
+    "replay",
     "scripted_policy",
     "task_ids",
 ]
@@ -230,6 +233,35 @@ def episode_rows(
             }
         )
     return rows
+
+
+ROW_KEYS = ("env_id", "task_id", "split", "mode", "plays", "others", "env_kwargs")
+"""The columns of an `episode_rows` row that `replay` reads."""
+
+
+def replay(row: Mapping[str, Any]) -> RolePlay:
+    """The episode of an `episode_rows` row, reset to the policy's first turn.
+
+    This is all a single-turn reward needs: ``replay(row).step(completion).reward`` is the
+    env's reward for the completion. ``env_kwargs`` may be a JSON string and ``task_id`` a
+    string of an int (as Arrow-backed datasets store them).
+    """
+    kwargs = row.get("env_kwargs") or {}
+    if isinstance(kwargs, str):
+        kwargs = json.loads(kwargs)
+    play = make_role_play(
+        row["env_id"],
+        mode=row.get("mode", "mas"),
+        split=row.get("split", "train"),
+        plays=row.get("plays"),
+        others=row.get("others", "oracle"),
+        env_kwargs=kwargs,
+    )
+    task_id = row["task_id"]
+    if isinstance(task_id, str) and isinstance(play.env.task_ids(play.env.split)[0], int):
+        task_id = int(task_id)
+    play.reset(options={"task_id": task_id})
+    return play
 
 
 def task_ids(env: TextEnv, split: str, n: int) -> list[Any]:

@@ -5,7 +5,7 @@ Layout of ``runs/<name>/``::
     config.json          the resolved TrainConfig (what ``--run.resume`` reads back)
     metrics.jsonl        one JSON object per record: {"step", "phase", "time", metric: value, ...}
     events.out.tfevents* TensorBoard scalars (same names as metrics.jsonl)
-    plots/*.png          reward and success per role over training
+    plots/*.png          success by phase, warm-start loss, reward/return/turns per role
     transcripts.jsonl    sample episodes of each evaluation (prompts, actions, rewards)
     summary.json         held-out success before / after warm start / after RL, wall time
     checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>.pt + trainer_state.json
@@ -168,49 +168,10 @@ class RunDir:
     # ------------------------------------------------------------------ plots
 
     def plot(self) -> list[Path]:
-        """Draw reward and success curves per role from ``metrics.jsonl`` into ``plots/*.png``."""
-        import matplotlib
+        """Draw the run's figures into ``plots/*.png`` (`mas_trainer.plots.plot_run`)."""
+        from mas_trainer.plots import plot_run
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        records = [
-            r for r in read_metrics(self.metrics_path) if r.get("phase") in ("init", "rl", "final")
-        ]
-        out_dir = self.path / "plots"
-        out_dir.mkdir(exist_ok=True)
-        figures = {
-            "reward_per_role.png": ("rollout/reward/", "mean sample reward"),
-            "return_per_role.png": ("rollout/return/", "episode return (chosen path)"),
-            "success.png": ("", "success rate"),
-            "turns.png": ("rollout/turns_mean", "turns per episode"),
-        }
-        written = []
-        for name, (prefix, ylabel) in figures.items():
-            if name == "success.png":
-                keys = ["rollout/success", "eval/success"]
-            else:
-                keys = sorted({k for r in records for k in r if k.startswith(prefix)})
-            fig, ax = plt.subplots(figsize=(6, 3.5))
-            drawn = False
-            for key in keys:
-                pts = [(r["step"], r[key]) for r in records if isinstance(r.get(key), (int, float))]
-                if pts:
-                    xs, ys = zip(*pts, strict=False)
-                    ax.plot(xs, ys, marker="o" if len(pts) < 10 else None, label=key)
-                    drawn = True
-            if not drawn:
-                plt.close(fig)
-                continue
-            ax.set_xlabel("RL step")
-            ax.set_ylabel(ylabel)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-            fig.tight_layout()
-            fig.savefig(out_dir / name, dpi=100)
-            plt.close(fig)
-            written.append(out_dir / name)
-        return written
+        return plot_run(self.path)
 
     def close(self) -> None:
         """Flush and close the writers."""

@@ -205,10 +205,10 @@ def episode_rows(
     Rows are plain JSON values (a trainer's dataset, a parquet file): ``prompt`` (system and user
     message of the policy's first turn), ``agent`` (its role), and ``env_id``, ``task_id``,
     ``split``, ``mode``, ``plays``, ``others``, ``env_kwargs``, which `make_role_play` and
-    ``reset(options={"task_id": ...})`` turn back into the same episode. Tasks are the first
-    ``n`` ids of ``split`` in order.
+    ``reset(options={"task_id": ...})`` turn back into the same episode (`replay`). Tasks are
+    those of `task_ids`: the first ``n`` ids of a held-out split, or ``n`` seeded train draws.
     """
-    kwargs = {
+    kwargs: dict[str, Any] = {
         "mode": mode,
         "split": split,
         "plays": list(plays) if plays else None,

@@ -1,0 +1,263 @@
+"""The pictures of a run folder: success by phase, the warm start's loss, rewards per role.
+
+`plot_run(run_dir)` reads ``metrics.jsonl`` and ``config.json`` and writes ``plots/*.png``:
+
+- ``success.png``: held-out success (greedy decoding on the test split: before training, after
+  the supervised warm start, at every intermediate evaluation, after AT-GRPO) and rollout success
+  (best of K tree branches on training tasks, one point per RL step), each with its 95% Wilson
+  band, on one axis whose left part is the warm start and right part the RL steps;
+- ``warmstart_loss.png``: the warm start's SFT loss per step;
+- ``reward_per_role.png``, ``return_per_role.png``, ``turns.png``: rollout curves per RL step.
+
+Every figure is titled with the run name and the env, and its step axis has integer ticks.
+`scripts/docs_figures.py` draws the docs' learning curves with the same functions.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["plot_run", "success_figure", "warmstart_loss_figure", "wilson"]
+
+_Z95 = 1.959963984540054
+
+
+def wilson(successes: float, n: float, z: float = _Z95) -> tuple[float, float]:
+    """The Wilson score interval of a success rate (default: 95%); ``(0, 1)`` when ``n == 0``."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def _read(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    from mas_trainer.outputs import read_metrics
+
+    records = read_metrics(run_dir / "metrics.jsonl")
+    config_path = run_dir / "config.json"
+    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    return records, config
+
+
+def _title(run_dir: Path, config: dict[str, Any], what: str, name: str | None = None) -> str:
+    env = config.get("env", {})
+    env_id = env.get("id", "")
+    options = env.get("options") or {}
+    board = f" {options['rows']}x{options['cols']}" if {"rows", "cols"} <= set(options) else ""
+    model = config.get("model", {}).get("name", "")
+    detail = ", ".join(x for x in (f"{env_id}{board}".strip(), model) if x)
+    return f"{name or run_dir.name}: {what}" + (f"\n{detail}" if detail else "")
+
+
+def _held_out(
+    records: Sequence[dict[str, Any]], rl_steps: int, start: float
+) -> list[tuple[float, float, Any]]:
+    """(x, success, (low, high)) of every held-out evaluation, on the success figure's x axis
+    (``start``: where the evaluation before training is drawn)."""
+    points = []
+    for r in records:
+        at = {"init": start, "final": float(rl_steps)}.get(r["phase"], float(r["step"]))
+        for prefix, x in (
+            ("eval/", at),
+            ("eval_warmstart/", 0.0),
+        ):
+            if isinstance(r.get(prefix + "success"), (int, float)):
+                p, n = r[prefix + "success"], r.get(prefix + "episodes", 0)
+                low = r.get(prefix + "success_ci_low")
+                high = r.get(prefix + "success_ci_high")
+                band = (low, high) if low is not None and high is not None else wilson(p * n, n)
+                points.append((x, p, band))
+    points.sort(key=lambda t: t[0])
+    merged: dict[float, tuple[float, float, Any]] = {}
+    for point in points:  # the final eval and a last periodic eval can share a step
+        merged[point[0]] = point
+    return list(merged.values())
+
+
+def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
+    """The success figure of a run folder (a matplotlib ``Figure``; see the module docstring);
+    ``name`` replaces the run folder's name in the title."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, MaxNLocator
+
+    run_dir = Path(run_dir)
+    records, config = _read(run_dir)
+    rl = [r for r in records if r["phase"] == "rl" and "rollout/success" in r]
+    rl_steps = max((r["step"] for r in rl), default=config.get("optim", {}).get("steps", 0))
+    roots = config.get("rollout", {}).get("tasks_per_step", 0)
+    k = config.get("rollout", {}).get("k", 0)
+    sft_steps = max((r["step"] for r in records if "warmstart/loss/sft" in r), default=0)
+
+    end = max(rl_steps, 1)
+    start = -max(1.5, 0.22 * end)  # the warm start gets a fifth of the axis, whatever its steps
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    ax.axvspan(start, 0, color="#f3e6c8", zorder=0)
+    ax.axvspan(0, end, color="#dbe8f5", zorder=0)
+    ax.text(
+        start / 2,
+        1.03,
+        f"warm start\n({sft_steps} SFT steps)",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+        color="#7a5a12",
+    )
+    ax.text(end / 2, 1.03, "AT-GRPO", ha="center", va="bottom", fontsize=8, color="#1f4e79")
+    if rl:
+        xs = [r["step"] for r in rl]
+        ys = [r["rollout/success"] for r in rl]
+        ax.plot(
+            xs,
+            ys,
+            color="#7fa7d0",
+            marker=".",
+            label=f"rollout success: best of K={k} tree branches, {roots} train tasks per step",
+        )
+        if roots:
+            bands = [wilson(y * roots, roots) for y in ys]
+            ax.fill_between(
+                xs,
+                [b[0] for b in bands],
+                [b[1] for b in bands],
+                color="#7fa7d0",
+                alpha=0.2,
+                linewidth=0,
+            )
+    held = _held_out(records, rl_steps, start)
+    if held:
+        n = next((r.get("eval/episodes") for r in records if "eval/episodes" in r), None)
+        xs = [p[0] for p in held]
+        ys = [p[1] for p in held]
+        lows = [p[2][0] for p in held]
+        highs = [p[2][1] for p in held]
+        ax.fill_between(xs, lows, highs, color="#c0392b", alpha=0.15, linewidth=0)
+        ax.plot(
+            xs,
+            ys,
+            color="#c0392b",
+            marker="o",
+            linewidth=1.5,
+            linestyle="--",
+            label=f"held-out success: greedy, {n or '?'} test tasks (measured at the dots)",
+        )
+        for x, y in zip(xs, ys, strict=True):
+            ax.annotate(
+                f"{y:.0%}",
+                (x, y),
+                textcoords="offset points",
+                xytext=(0, 7),
+                ha="center",
+                fontsize=8,
+                color="#c0392b",
+            )
+    steps = MaxNLocator(integer=True, nbins=8).tick_values(1, end)
+    ticks = [start, *sorted({int(t) for t in steps if 0 <= t <= end} | {0, int(end)})]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.set_xticklabels(["start", *(str(int(t)) for t in ticks[1:])])
+    ax.set_xlim(start - 0.05 * end, end + 0.03 * end)
+    ax.set_ylim(0, 1.12)
+    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+    ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
+    ax.set_xlabel("RL step (left of 0: before training, then the supervised warm start)")
+    ax.set_ylabel("success rate (bands: 95% Wilson)")
+    ax.set_title(_title(run_dir, config, "success by phase", name), fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=1, frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def warmstart_loss_figure(run_dir: str | Path, name: str | None = None) -> Any | None:
+    """The warm start's SFT loss per step (``None`` when the run had no warm start)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    run_dir = Path(run_dir)
+    records, config = _read(run_dir)
+    pts = [(r["step"], r["warmstart/loss/sft"]) for r in records if "warmstart/loss/sft" in r]
+    if not pts:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    ax.plot(*zip(*pts, strict=True), color="#7a5a12", marker="." if len(pts) < 60 else None)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("warm-start (SFT) step")
+    ax.set_ylabel("SFT loss (token mean)")
+    ax.set_title(
+        _title(run_dir, config, "supervised warm start on oracle transcripts", name), fontsize=10
+    )
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _rollout_figure(run_dir: Path, prefix: str, ylabel: str, what: str) -> Any | None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    records, config = _read(run_dir)
+    rl = [r for r in records if r["phase"] == "rl"]
+    keys = sorted({k for r in rl for k in r if k.startswith(prefix)})
+    if not keys:
+        return None
+    fig, ax = plt.subplots(figsize=(7.5, 3.4))
+    for key in keys:
+        pts = [(r["step"], r[key]) for r in rl if isinstance(r.get(key), (int, float))]
+        ax.plot(
+            *zip(*pts, strict=True),
+            marker="o" if len(pts) < 30 else None,
+            label=key.removeprefix(prefix) or key,
+        )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("RL step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(_title(run_dir, config, what), fontsize=10)
+    ax.grid(alpha=0.3)
+    if len(keys) > 1:
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Path]:
+    """Draw every figure of ``run_dir`` into ``out_dir`` (default ``run_dir/plots``)."""
+    import matplotlib.pyplot as plt
+
+    run_dir = Path(run_dir)
+    out = Path(out_dir) if out_dir is not None else run_dir / "plots"
+    out.mkdir(parents=True, exist_ok=True)
+    figures = {
+        "success.png": success_figure(run_dir),
+        "warmstart_loss.png": warmstart_loss_figure(run_dir),
+        "reward_per_role.png": _rollout_figure(
+            run_dir, "rollout/reward/", "mean sample reward", "rollout reward per role"
+        ),
+        "return_per_role.png": _rollout_figure(
+            run_dir, "rollout/return/", "episode return", "return per role (chosen branch)"
+        ),
+        "turns.png": _rollout_figure(
+            run_dir, "rollout/turns_mean", "turns per episode", "rollout turns per episode"
+        ),
+    }
+    written = []
+    for name, fig in figures.items():
+        if fig is None:
+            continue
+        fig.savefig(out / name, dpi=110)
+        plt.close(fig)
+        written.append(out / name)
+    return written

@@ -1,0 +1,75 @@
+"""The run pictures: success by phase (warm start included, labelled, with Wilson bands)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("matplotlib")
+
+from mas_trainer.plots import plot_run, success_figure, warmstart_loss_figure, wilson
+
+
+def _run(tmp_path, evals_every=0):
+    records = [
+        {"step": 0, "phase": "init", "eval/success": 0.0, "eval/episodes": 100},
+        *[
+            {"step": s, "phase": "warmstart", "warmstart/loss/sft": 1.0 / s}
+            for s in range(10, 110, 10)
+        ],
+        {"step": 0, "phase": "warmstart", "eval_warmstart/success": 0.22,
+         "eval_warmstart/episodes": 100},
+        *[
+            {"step": s, "phase": "rl", "rollout/success": 0.5 + s / 40,
+             "rollout/reward/tool": 0.1, "rollout/reward/planner": 0.2}
+            for s in range(1, 11)
+        ],
+        {"step": 10, "phase": "final", "eval/success": 0.25, "eval/episodes": 100},
+    ]  # fmt: skip
+    if evals_every:
+        records.insert(-1, {"step": 5, "phase": "rl", "eval/success": 0.3, "eval/episodes": 100})
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = {
+        "env": {"id": "mas/PlanPath-v0", "options": {"rows": 4, "cols": 4}},
+        "model": {"name": "tiny:tiny"},
+        "rollout": {"k": 4, "tasks_per_step": 16},
+        "optim": {"steps": 10},
+    }
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return tmp_path
+
+
+def test_wilson_interval():
+    assert wilson(22, 100) == pytest.approx((0.1500, 0.3107), abs=1e-4)
+    assert wilson(0, 100)[0] == pytest.approx(0.0, abs=1e-12)
+    assert wilson(100, 100)[1] == pytest.approx(1.0)
+    assert wilson(0, 0) == (0.0, 1.0)
+
+
+def test_success_figure_shows_every_phase_labelled(tmp_path):
+    fig = success_figure(_run(tmp_path, evals_every=5))
+    (ax,) = fig.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    held = next(v for k, v in lines.items() if k.startswith("held-out success: greedy"))
+    rollout = next(v for k, v in lines.items() if k.startswith("rollout success: best of K=4"))
+    xs, ys = (list(a) for a in held.get_data())
+    assert ys == [0.0, 0.22, 0.3, 0.25]  # start, after the warm start, step 5, final
+    assert xs[0] < 0 and xs[1:] == [0.0, 5.0, 10.0]
+    assert list(rollout.get_data()[0]) == list(range(1, 11))
+    assert len(ax.collections) == 2  # a Wilson band under each curve
+    assert "tmp" in ax.get_title() or tmp_path.name in ax.get_title()
+    assert "mas/PlanPath-v0 4x4" in ax.get_title()
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels[0] == "start" and all(t.isdigit() for t in labels[1:])  # integer steps
+    texts = [t.get_text() for t in ax.texts]
+    assert any("warm start" in t for t in texts) and "AT-GRPO" in texts
+
+
+def test_plot_run_writes_the_figures(tmp_path):
+    run = _run(tmp_path)
+    written = {p.name for p in plot_run(run)}
+    assert {"success.png", "warmstart_loss.png", "reward_per_role.png"} <= written
+    assert all((run / "plots" / name).stat().st_size > 5000 for name in written)
+    loss = warmstart_loss_figure(run, name="my run")
+    assert loss.axes[0].get_title().startswith("my run: supervised warm start")

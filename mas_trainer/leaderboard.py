@@ -451,32 +451,47 @@ def _markdown(boards: Mapping[str, list[Entry]], link_prefix: str | None) -> str
         if not entries:
             lines += ["No entries yet.", ""]
             continue
+        # The docs copy names the board's folder once instead of a long path in every row (a
+        # path column made rows 100-300 px tall and pushed columns behind a scrollbar).
+        files = link_prefix is not None
+        if not files:
+            folder = Path(entries[0].rel).parent.as_posix()
+            lines += [f"Result files: `leaderboards/{folder}/`, one per entry.", ""]
         lines += [
-            "| # | entry | policy | mode | success % | 95% CI | n | mean turns | verified | file |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| # | entry | policy | mode | success % | 95% CI | n | mean turns | verified |"
+            + (" file |" if files else ""),
+            "|---|---|---|---|---|---|---|---|---|" + ("---|" if files else ""),
         ]
         for rank, e in enumerate(entries, 1):
             a = e.agg
             mark = "yes" if e.verified else ""
-            file = (
-                f"`leaderboards/{e.rel}`"
-                if link_prefix is None
-                else f"[{e.path.name}]({link_prefix}{e.rel})"
-            )
             lines.append(
                 f"| {rank} | {_md_text(e.result['name'])} | {e.result['policy']['kind']} "
                 f"| {e.env['mode']} "
                 f"| **{_pct(a['success'])}** | {_pct(a['ci95'][0])}-{_pct(a['ci95'][1])} "
-                f"| {a['episodes']} | {a['turns_mean']:.2f} | {mark} "
-                f"| {file} |"
+                f"| {a['episodes']} | {a['turns_mean']:.2f} | {mark} |"
+                + (f" [{e.path.name}]({link_prefix}{e.rel}) |" if files else "")
             )
         lines.append("")
     return "\n".join(lines)
 
 
+SVG_LABEL_CHARS = 48
+"""Longest entry name drawn in full in a board's SVG; longer names end in an ellipsis."""
+
+
+def _label(name: str) -> str:
+    return name if len(name) <= SVG_LABEL_CHARS else name[: SVG_LABEL_CHARS - 1] + "\u2026"
+
+
 def _svg(env_id: str, entries: Sequence[Entry]) -> str:
     """Horizontal bars of success with 95% CI whiskers (deterministic text, no plotting library)."""
-    row, left, width = 22, 170, 360
+    # Labels are never cut: the label column is as wide as the longest (capped) name needs, at
+    # ~6.5 px per character of 11 px sans-serif; a capped name ends in an ellipsis and the full
+    # name is the label's tooltip.
+    names = [_label(e.result["name"]) for e in entries]
+    row, width = 22, 360
+    left = 12 + round(6.5 * max((len(n) for n in names), default=8))
     height = 30 + row * max(len(entries), 1)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" '
@@ -493,10 +508,10 @@ def _svg(env_id: str, entries: Sequence[Entry]) -> str:
         w = width * a["success"]
         lo, hi = (left + width * c for c in a["ci95"])
         color = "#4c78a8" if e.result["policy"]["kind"] not in ("random", "oracle") else "#bbb"
-        label = html.escape(e.result["name"][:28])
+        label, full = html.escape(names[i]), html.escape(e.result["name"])
         parts += [
             f'<text x="{left - 6}" y="{y + 13}" font-size="11" font-family="sans-serif" '
-            f'text-anchor="end">{label}</text>',
+            f'text-anchor="end"><title>{full}</title>{label}</text>',
             f'<rect x="{left}" y="{y + 3}" width="{w:.1f}" height="{row - 8}" fill="{color}"/>',
             f'<line x1="{lo:.1f}" y1="{y + row / 2:.1f}" x2="{hi:.1f}" y2="{y + row / 2:.1f}" '
             'stroke="#222"/>',

@@ -100,3 +100,19 @@ def test_mkdocs_build_strict(tmp_path):
     # The leaderboard page carries its plots.
     assert "<svg" in (site / "leaderboard-results" / "index.html").read_text()
     shutil.rmtree(site)
+
+
+@pytest.mark.slow
+def test_pages_in_a_browser(tmp_path):
+    """Key pages at 1400 and 1920 px in headless Chromium: nothing hidden, cut or dumped."""
+    pytest.importorskip("mkdocs", reason="needs the docs extra: pip install 'mas-rl[docs]'")
+    if not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
+        pytest.skip("needs Chromium (Debian: apt-get install -y chromium)")
+    script = REPO / "scripts" / "check_docs_pages.py"
+    proc = subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path / "shots")],
+        cwd=REPO, capture_output=True, text=True, timeout=1200,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-2000:]
+    shots = sorted((tmp_path / "shots").glob("*.png"))
+    assert len(shots) == 14 and all(p.stat().st_size > 20_000 for p in shots)  # 7 pages x 2

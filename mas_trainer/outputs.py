@@ -17,12 +17,13 @@ atomically, so a crash mid-save leaves the previous checkpoint intact and ``late
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,24 @@ def _json_default(value: Any) -> Any:
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
     return str(value)
+
+
+@contextlib.contextmanager
+def _no_hub_progress_bars() -> Iterator[None]:
+    """Hide Hugging Face's own progress bars ("Writing model shards") while a checkpoint is
+    written: each one broke into the training progress bar at every save."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # a checkpoint writer without transformers shows no such bar
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -142,7 +161,8 @@ class RunDir:
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
-        write(tmp)
+        with _no_hub_progress_bars():
+            write(tmp)
         if final.exists():  # re-saving the same step (e.g. Ctrl-C right after a save)
             old = root / f".old-{final.name}-{os.getpid()}"
             os.replace(final, old)

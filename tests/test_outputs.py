@@ -1,4 +1,4 @@
-"""The run pictures: success by phase (warm start included, labelled, with Wilson bands)."""
+"""The run folder's outputs: its pictures (success by phase, Wilson bands), quiet saves."""
 
 from __future__ import annotations
 
@@ -73,3 +73,21 @@ def test_plot_run_writes_the_figures(tmp_path):
     assert all((run / "plots" / name).stat().st_size > 5000 for name in written)
     loss = warmstart_loss_figure(run, name="my run")
     assert loss.axes[0].get_title().startswith("my run: supervised warm start")
+
+
+def test_a_checkpoint_save_prints_no_hub_progress_bar(tmp_path, capfd):
+    pytest.importorskip("transformers")
+    from transformers.utils import logging as hf_logging
+
+    from mas_trainer.models import build_tiny_model
+    from mas_trainer.outputs import RunDir
+
+    model, _ = build_tiny_model("tiny", seed=0)
+    model.save_pretrained(tmp_path / "plain")  # the bar this guards against
+    assert "Writing model shards" in capfd.readouterr().err
+    run = RunDir(tmp_path / "run", tensorboard=False)
+    folder = run.save_checkpoint(1, lambda d: model.save_pretrained(d / "policy"))
+    assert (folder / "policy" / "config.json").is_file()
+    assert "Writing model shards" not in capfd.readouterr().err
+    assert hf_logging.is_progress_bar_enabled()  # restored for the caller
+    run.close()

@@ -1044,3 +1044,76 @@ def test_humaneval_shadowing_earns_nothing_through_the_env():
     env.reset(options={"problem_id": "humaneval/4"})
     env.step(_fence(SHADOWED.format(fn="mean_absolute_deviation")))
     assert env.infos["coder"]["pass_rate"] <= baseline and not env.success
+
+
+def test_the_checker_wire_format_is_exact_and_takes_only_plain_values():
+    # The checker decodes what the program's process sends it: JSON with tagged values, never
+    # marshal (its decoder is not safe on hostile bytes and would hand back code objects).
+    from mas_envs.code.harness import pack, unpack
+
+    values = [
+        None,
+        True,
+        0,
+        -5,
+        1 << 70,
+        -(1 << 200),
+        0.1,
+        -0.0,
+        float("inf"),
+        float("nan"),
+        1e-310,
+        2j - 1,
+        "é\x00",
+        b"\x00\xff",
+        [1, [2]],
+        (1, (2, "3")),
+        {1, 2},
+        frozenset({3}),
+        {"a": [1], (1, 2): {b"k": None}},
+        [],
+        (),
+        {},
+        10**5000,
+    ]
+    for value in values:
+        back = unpack(json.loads(json.dumps(pack(value))))
+        exact = pack(back) == pack(value)  # bit for bit: -0.0 is not 0.0, nan is nan
+        assert type(back) is type(value) and exact and (back == value or value != value)
+    for hostile in (
+        {"f": 1.5},
+        {"x": "zz"},
+        {"t": [1], "s": [2]},
+        {"q": 1},
+        {"d": [[1]]},
+        {"b": 3},
+        1.5,
+        {"c": ["0x1p+0"]},
+        [[[{"z": 0}]]],
+    ):
+        with pytest.raises(ValueError):
+            unpack(hostile)
+    for not_plain in (object(), compile("1", "", "eval"), [lambda: 0], type("L", (list,), {})()):
+        with pytest.raises(ValueError):
+            pack(not_plain)
+
+
+def test_a_forged_reply_to_the_checker_fails_the_script_test():
+    # The program finds the pipe its answers go back on and writes its own reply first: a
+    # marshalled code object (the old wire format), then a well-formed "ok, the expected value"
+    # it cannot know. Either way it only forges its own answer.
+    program = (
+        "import marshal, os, struct\n"
+        "def f(x):\n"
+        "    for fd in range(3, 64):\n"
+        "        for blob in (marshal.dumps(('ok', compile('1', '', 'eval'))),):\n"
+        "            try:\n"
+        "                os.write(fd, struct.pack('<I', len(blob)) + blob)\n"
+        "            except OSError:\n"
+        "                pass\n"
+        "    return None\n"
+        f"# {time.time()}\n"
+    )
+    case = Case("script", "assert candidate(1) == 'SECRET-0badc0de'")
+    (res,) = run_requests([Request(program, (case,), "f")], Limits(timeout_s=5.0))[0]
+    assert not res.passed, res

@@ -51,7 +51,6 @@ import ast
 import builtins
 import contextlib
 import json
-import marshal
 import os
 import select
 import signal
@@ -155,15 +154,79 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
 # the program and serves the checker's calls. The checker runs the problem's setup (trusted:
 # HumanEval's helper functions from the prompt, the test module's prelude) and the assert with
 # ``candidate`` standing for the function under test: each call sends its arguments to the
-# program's process and gets back the plain return value (``marshal``: exact floats, nan and inf
+# program's process and gets back the plain return value (:func:`pack`: exact floats, nan and inf
 # included). The program sees the arguments of its calls, never the values they are compared
 # with, and no other name of the assert (``abs``, ``sorted``, ``poly``) resolves to the program.
 
 _MAX_MESSAGE = 64 << 20
 
 
+def pack(value: Any, depth: int = 0) -> Any:
+    """A plain value as JSON data, exactly (the checker's wire format; :func:`unpack` inverts).
+
+    JSON's own ``null``, booleans, strings, lists and machine-size integers stand for
+    themselves; the rest are one-key objects: ``{"x": hex}`` a big int, ``{"f": hex}`` a float
+    (nan, inf and -0.0 included), ``{"c": [re, im]}``, ``{"b": hex}`` bytes, ``{"t": [...]}`` a
+    tuple, ``{"s": [...]}`` / ``{"fs": [...]}`` sets, ``{"d": [[k, v], ...]}`` a dict. Not
+    ``marshal``: its decoder is not safe on bytes a program wrote.
+
+    Raises:
+        ValueError: ``value`` is not a plain built-in value (or nests deeper than 100).
+    """
+    t = type(value)
+    if depth > 100:
+        raise ValueError("value nested too deeply")
+    if value is None or t is bool or t is str:
+        return value
+    if t is int:
+        return value if -(1 << 62) < value < 1 << 62 else {"x": hex(value)}
+    if t is float:
+        return {"f": value.hex()}
+    if t is complex:
+        return {"c": [value.real.hex(), value.imag.hex()]}
+    if t is bytes:
+        return {"b": value.hex()}
+    if t in (list, tuple, set, frozenset):
+        items = [pack(v, depth + 1) for v in value]
+        return items if t is list else {_SEQ_TAGS[t]: items}
+    if t is dict:
+        return {"d": [[pack(k, depth + 1), pack(v, depth + 1)] for k, v in value.items()]}
+    raise ValueError(f"a value of type {t.__name__} is not a plain built-in value")
+
+
+_SEQ_TAGS: dict[type, str] = {tuple: "t", set: "s", frozenset: "fs"}
+
+
+def unpack(data: Any, depth: int = 0) -> Any:
+    """The value :func:`pack` made ``data`` from; ``ValueError`` for anything else."""
+    t = type(data)
+    if depth > 100:
+        raise ValueError("value nested too deeply")
+    if data is None or t in (bool, int, str):
+        return data
+    if t is list:
+        return [unpack(v, depth + 1) for v in data]
+    if t is not dict or len(data) != 1:
+        raise ValueError(f"not a packed value: {str(data)[:80]}")
+    ((tag, body),) = data.items()
+    if tag == "x" and type(body) is str:
+        return int(body, 16)
+    if tag == "f" and type(body) is str:
+        return float.fromhex(body)
+    if tag == "c" and type(body) is list and len(body) == 2:
+        return complex(float.fromhex(body[0]), float.fromhex(body[1]))
+    if tag == "b" and type(body) is str:
+        return bytes.fromhex(body)
+    if tag in ("t", "s", "fs") and type(body) is list:
+        items = [unpack(v, depth + 1) for v in body]
+        return {"t": tuple, "s": set, "fs": frozenset}[tag](items)
+    if tag == "d" and type(body) is list and all(type(kv) is list and len(kv) == 2 for kv in body):
+        return {unpack(k, depth + 1): unpack(v, depth + 1) for k, v in body}
+    raise ValueError(f"not a packed value: {str(data)[:80]}")
+
+
 def _send(fd: int, obj: Any) -> None:
-    data = marshal.dumps(obj)
+    data = json.dumps(pack(obj), ensure_ascii=True, allow_nan=False).encode()
     view = memoryview(struct.pack("<I", len(data)) + data)
     while view:
         view = view[os.write(fd, view) :]
@@ -180,7 +243,7 @@ def _recv(fd: int) -> Any:
     body = _read_exact(fd, size)
     if body is None:
         return None
-    return marshal.loads(body)
+    return unpack(json.loads(body))
 
 
 def _read_exact(fd: int, size: int) -> bytes | None:
@@ -206,7 +269,7 @@ class _Remote:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:
             _send(self.req_fd, (args, kwargs))
-        except ValueError as e:  # marshal: an argument that is not a plain value
+        except ValueError as e:  # pack: an argument that is not a plain value
             raise TypeError(f"cannot pass {args!r} to the program: {e}") from None
         except OSError:
             raise RuntimeError("the program stopped before the test was done") from None

@@ -74,7 +74,7 @@ def main() -> None:
     rewards = {}
     for name, rollout in arms.items():  # warm up (imports, the sandbox's first start)
         env, texts = roots()[0]
-        rewards[name] = [b.rewards[agent] for b in rollout._step_branches(env, texts)]
+        rewards[name] = [b.rewards[agent] for b in rollout.step_branches(env, texts)]
     if rewards["prefetch"] != rewards["no prefetch"]:
         raise SystemExit(f"prefetch changed the rewards: {rewards}")
     ratios = []
@@ -85,7 +85,7 @@ def main() -> None:
             work = roots()
             t0 = time.perf_counter()
             for env, texts in work:
-                arms[name]._step_branches(env, texts)
+                arms[name].step_branches(env, texts)
             per_step[name] = (time.perf_counter() - t0) / len(work)
         ratios.append(per_step["no prefetch"] / per_step["prefetch"])
         print(

@@ -29,10 +29,10 @@ def main() -> None:
 
     import torch
 
-    from mas_trainer.engines import SamplingParams, TransformersEngine
-    from mas_trainer.evaluate import env_factory
+    from mas_trainer.engines import SamplingParams
+    from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.models import build_tiny_model
-    from mas_trainer.rollout import TreeRollout
+    from mas_trainer.rollout import TreeRollout, env_factory
 
     torch.set_num_threads(args.threads)
     make_env = env_factory(args.env, **json.loads(args.env_options))

@@ -65,7 +65,7 @@ import numpy as np
 import torch
 
 from mas_envs.base import TextEnv
-from mas_trainer.evaluate import env_factory
+from mas_trainer.rollout import env_factory
 
 TRL_HINT = "pip install 'mas-rl[bench-trl]'  (TRL from PyPI)"
 
@@ -174,7 +174,8 @@ def run_ours(
     engine still prefills each distinct prompt once).
     """
     from mas_trainer import at_grpo
-    from mas_trainer.engines import SamplingParams, TransformersEngine
+    from mas_trainer.engines import SamplingParams
+    from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.learner import Learner
     from mas_trainer.rollout import TreeRollout
 

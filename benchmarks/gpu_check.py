@@ -133,12 +133,12 @@ def measure_generation(
 def full_step(policy: Any, tok: Any, args: argparse.Namespace) -> dict[str, float]:
     """One AT-GRPO step on Plan-Path: rollout, advantages, update, sync (as train.py phase 3)."""
     import mas_envs
-    from mas_trainer.config import TrainConfig
+    from mas_trainer import at_grpo
     from mas_trainer.engines import SamplingParams
+    from mas_trainer.policy import sync_engines
     from mas_trainer.rollout import TreeRollout
-    from mas_trainer.train import _advantages, _sync_engines
 
-    cfg = TrainConfig()  # keeps zero-variance groups: a random model's rewards are all equal
+    # Keeps zero-variance groups (no drop_zero_var): a random model's rewards are all equal.
 
     def make_env() -> Any:
         return mas_envs.make("mas/PlanPath-v0", split="train", max_turns=args.turns)
@@ -158,11 +158,11 @@ def full_step(policy: Any, tok: Any, args: argparse.Namespace) -> dict[str, floa
     t0 = time.perf_counter()
     result = rollout.run(task_ids, uid_prefix="check/")
     t1 = time.perf_counter()
-    batch, _ = _advantages(result.samples, cfg)
+    batch, _ = at_grpo.advantages(result.samples)
     policy.learner.update(batch)
     _sync_device(args.device)
     t2 = time.perf_counter()
-    _sync_engines({"shared": policy})
+    sync_engines({"shared": policy})
     _sync_device(args.device)
     t3 = time.perf_counter()
     return {
@@ -200,10 +200,10 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 
     import torch
 
-    from mas_trainer.engines import TransformersEngine
+    from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.learner import Learner
     from mas_trainer.models import build_tiny_model, count_parameters
-    from mas_trainer.train import Policy
+    from mas_trainer.policy import Policy
 
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         raise SystemExit("gpu_check: no CUDA device; run with --device cpu --preset tiny")
@@ -236,7 +236,7 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
         else:
             import tempfile
 
-            from mas_trainer.vllm_engine import VLLMEngine, build_llm, save_for_vllm
+            from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm
 
             folder = tempfile.mkdtemp(prefix="gpu-check-")
             t0 = time.perf_counter()

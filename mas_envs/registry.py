@@ -19,6 +19,7 @@ __all__ = [
     "EnvEntry",
     "entry",
     "list_envs",
+    "load_entry_point",
     "make",
     "make_numeric",
     "make_numeric_parallel",
@@ -57,8 +58,23 @@ class EnvEntry:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
     def load(self) -> type:
-        module, _, name = self.entry_point.partition(":")
+        return load_entry_point(self.entry_point)
+
+
+def load_entry_point(spec: str) -> type:
+    """The class named by ``"package.module:Class"`` (the one ``module:Class`` loader).
+
+    Raises:
+        ValueError: ``spec`` is not of the form ``module:Class``, or the module has no such name.
+        ModuleNotFoundError: The module does not exist.
+    """
+    module, sep, name = spec.partition(":")
+    if not sep or not module or not name:
+        raise ValueError(f"entry point {spec!r} is not of the form 'package.module:Class'")
+    try:
         return getattr(importlib.import_module(module), name)
+    except AttributeError:
+        raise ValueError(f"entry point {spec!r}: module {module!r} has no {name!r}") from None
 
 
 ENVS: dict[str, EnvEntry] = {

@@ -28,7 +28,11 @@ No entropy bonus (the paper uses none).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
+
+from mas_trainer.samples import TrainSample
 
 
 def group_advantages(
@@ -174,6 +178,41 @@ def dense_group_index(keys: list[object]) -> torch.Tensor:
     """Map hashable group keys to dense ids ``0..G-1`` by first appearance: ``(N,)`` long."""
     ids: dict[object, int] = {}
     return torch.tensor([ids.setdefault(k, len(ids)) for k in keys], dtype=torch.long)
+
+
+def advantages(
+    samples: Sequence[TrainSample], *, eps: float = 1e-6, drop_zero_var: bool = False
+) -> tuple[list[TrainSample], dict[str, float]]:
+    """Fill ``sample.advantage`` per AT-GRPO group (key ``sample.group``); maybe drop the
+    zero-variance groups.
+
+    Args:
+        samples: One step's samples (rewards filled in), in any order.
+        eps: Added to each group's std (``algo.adv_eps``).
+        drop_zero_var: Leave the samples of zero-variance groups out of the returned list.
+
+    Returns:
+        The samples to train on, and the ``algo/*`` metrics (groups, zero-variance groups and
+        their share, mean absolute advantage, samples trained).
+    """
+    rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)  # (N,)
+    index = dense_group_index([s.group for s in samples])  # (N,)
+    adv, _ = group_advantages(rewards, index, eps=eps)  # (N,)
+    zero = zero_variance_groups(rewards, index)  # (G,)
+    for s, a in zip(samples, adv.tolist(), strict=False):
+        s.advantage = a
+    kept = list(samples)
+    if drop_zero_var:
+        keep = (~zero[index]).tolist()
+        kept = [s for s, k in zip(samples, keep, strict=False) if k]
+    metrics = {
+        "algo/groups": float(zero.numel()),
+        "algo/zero_var_groups": float(zero.sum()),
+        "algo/zero_var_share": float(zero.float().mean()) if zero.numel() else 0.0,
+        "algo/adv_abs_mean": float(adv.abs().mean()) if adv.numel() else 0.0,
+        "algo/samples_trained": float(len(kept)),
+    }
+    return kept, metrics
 
 
 def top_p_filter(

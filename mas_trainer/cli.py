@@ -3,7 +3,7 @@
 ``mas-train [PRESET] [--config FILE] [--section.field VALUE ...]``; with no arguments it runs the
 embedded default (``plan-path-tiny``: a tiny model on a small Plan-Path, on the CPU).
 ``mas-eval --env ID --policy {random,oracle,MODEL,RUN} --episodes N [--output PATH]``;
-``mas-eval --suite NAME --policy P --output FILE`` runs a benchmark suite (``mas_trainer.suite``).
+``mas-eval --suite NAME --policy P --output FILE`` runs a benchmark suite (``mas_trainer.eval``).
 """
 
 from __future__ import annotations
@@ -143,7 +143,9 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
     """``mas-eval``: greedy held-out evaluation with a 95% Wilson interval on success."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if any(a == "--suite" or a.startswith("--suite=") for a in argv):
-        from mas_trainer.suite import suite_main  # benchmark suites -> leaderboard result files
+        from mas_trainer.eval.suite import (
+            suite_main,  # benchmark suites -> leaderboard result files
+        )
 
         return suite_main(argv)
     parser = argparse.ArgumentParser(
@@ -193,7 +195,7 @@ def eval_main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error("--episodes must be >= 1")
-    from mas_trainer.evaluate import parse_role_map, run_eval
+    from mas_trainer.eval.play import parse_role_map, run_eval
 
     try:
         options = json.loads(args.env_options)

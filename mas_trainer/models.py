@@ -25,11 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mas_envs.optional import require
+
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
-
-INSTALL_HINT = "pip install 'mas-rl[train]'"
 
 #: Special tokens, in id order after the 256 byte tokens (ids 256, 257, 258).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -63,17 +63,6 @@ PRESETS: dict[str, TinyPreset] = {
 }
 
 
-def _require_transformers() -> None:
-    try:
-        import tokenizers  # noqa: F401
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
-    except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            f"mas_trainer needs torch and transformers ({e}); run: {INSTALL_HINT}"
-        ) from e
-
-
 def _bytes_to_unicode() -> dict[int, str]:
     """GPT-2's byte -> printable character map, the alphabet of byte-level BPE tokenizers.
 
@@ -102,7 +91,7 @@ def build_byte_tokenizer() -> PreTrainedTokenizerBase:
         A ``PreTrainedTokenizerFast`` that round-trips through ``save_pretrained`` and
         ``AutoTokenizer.from_pretrained``.
     """
-    _require_transformers()
+    require("transformers", purpose="mas_trainer's models")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
@@ -153,7 +142,7 @@ def tiny_config(preset: str, tokenizer: PreTrainedTokenizerBase) -> Any:
         tokenizer: The byte tokenizer (pad and eos ids; the vocabulary size unless the preset fixes
             one).
     """
-    _require_transformers()
+    require("transformers", purpose="mas_trainer's models")
     from transformers import Qwen3Config
 
     if preset not in PRESETS:
@@ -192,7 +181,7 @@ def build_tiny_model(
     Returns:
         ``(model, tokenizer)``; the model is in eval mode on ``device``.
     """
-    _require_transformers()
+    require("transformers", purpose="mas_trainer's models")
     import torch
     from transformers import Qwen3ForCausalLM
 
@@ -232,7 +221,7 @@ def load_model(
         FileNotFoundError: ``name_or_path`` looks like a path but does not exist, or the hub is
             unreachable; the message names the ``tiny:`` alternative.
     """
-    _require_transformers()
+    require("transformers", purpose="mas_trainer's models")
     import torch
 
     dtype = dtype or torch.float32
@@ -240,7 +229,7 @@ def load_model(
         preset = name_or_path.removeprefix("tiny:")
         return build_tiny_model(preset, seed=seed, dtype=dtype, device=device)
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     path = Path(name_or_path).expanduser()
     looks_local = (
@@ -256,16 +245,27 @@ def load_model(
         )
     source = str(path) if looks_local else name_or_path
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        tokenizer = load_tokenizer(source)
         model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except OSError as e:
         raise FileNotFoundError(f"could not load model {name_or_path!r} ({e}); {hint}") from e
-    if tokenizer.pad_token_id is None:
-        # Left-padded batched generation needs a pad id; its positions are masked out anyway.
-        tokenizer.pad_token = tokenizer.eos_token
     model.to(device)
     model.eval()
     return model, tokenizer
+
+
+def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
+    """The tokenizer of a model folder or hub id (``tiny:<preset>``: the byte tokenizer), with a
+    pad token (left-padded batched generation needs one; its positions are masked out anyway)."""
+    if name_or_path.startswith("tiny:"):
+        return build_byte_tokenizer()
+    require("transformers", purpose="mas_trainer's models")
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
 
 
 def cache_argument(model: Any) -> str:
@@ -314,10 +314,8 @@ def add_lora_adapters(
     """
     if not names or len(set(names)) != len(names):
         raise ValueError(f"add_lora_adapters needs distinct adapter names, got {names}")
-    try:
-        from peft import LoraConfig, get_peft_model
-    except ImportError as e:
-        raise ImportError(f"per_role_lora needs peft; run: pip install 'mas-rl[lora]' ({e})") from e
+    peft = require("peft", purpose="per_role_lora")
+    LoraConfig, get_peft_model = peft.LoraConfig, peft.get_peft_model
 
     def config() -> Any:
         return LoraConfig(

@@ -39,9 +39,48 @@ from typing import Any, Protocol
 import numpy as np
 
 from mas_envs.base import TextEnv
+from mas_envs.registry import entry, load_entry_point, make
 from mas_trainer.samples import TrainSample
 
-__all__ = ["Episode", "RolloutResult", "TreeRollout", "encode_prompt"]
+__all__ = [
+    "Episode",
+    "RolloutResult",
+    "TreeRollout",
+    "encode_prompt",
+    "env_factory",
+    "episode_ended",
+    "prefetch_texts",
+]
+
+
+def env_factory(env_id: str, **kwargs: Any) -> Callable[[], TextEnv]:
+    """A factory of fresh envs: ``env_id`` is a registered id or ``package.module:Class``.
+
+    The entry-point form runs any ``TextEnv`` subclass of your own through the trainer and
+    ``mas-eval`` without registering it (loaded by :func:`mas_envs.registry.load_entry_point`,
+    as the registry loads its own ids). One env is made at once, so a bad id or option fails here.
+
+    Raises:
+        KeyError: An unknown registered id (with a did-you-mean).
+        ValueError: The env rejected ``kwargs`` (an unknown option).
+    """
+    if ":" in env_id and not env_id.startswith("mas/"):
+        env_cls = load_entry_point(env_id)
+
+        def make_env() -> TextEnv:
+            return env_cls(**kwargs)
+
+    else:
+        entry(env_id)  # an unknown id fails here, with a did-you-mean
+
+        def make_env() -> TextEnv:
+            return make(env_id, **kwargs)
+
+    try:
+        make_env()
+    except TypeError as err:  # an unknown env option
+        raise ValueError(f"env {env_id!r} rejected its options {kwargs}: {err}") from err
+    return make_env
 
 
 class _Tokenizer(Protocol):
@@ -116,6 +155,28 @@ class RolloutResult:
         if self.total_seconds <= 0:
             return 0.0
         return max(0.0, self.total_seconds - self.gen_seconds) / self.total_seconds
+
+    def metrics(self, roles: Sequence[str]) -> dict[str, float]:
+        """The ``rollout/*`` and ``perf/*`` metrics of this rollout (mean reward and chosen-path
+        return per role)."""
+        eps = self.episodes
+        m = {
+            "rollout/success": float(np.mean([e.success for e in eps])),
+            "rollout/turns_mean": float(np.mean([e.turns for e in eps])),
+            "rollout/samples": float(len(self.samples)),
+            "rollout/format_error_rate": float(
+                np.mean([not s.info.get("parsed", True) for s in self.samples])
+            ),
+            "perf/tokens_per_s": self.gen_tokens / max(self.gen_seconds, 1e-9),
+            "perf/rollout_s": self.total_seconds,
+            "perf/rollout_other_share": self.other_share,
+        }
+        for role in roles:
+            rewards = [s.reward for s in self.samples if s.role == role]
+            if rewards:
+                m[f"rollout/reward/{role}"] = float(np.mean(rewards))
+            m[f"rollout/return/{role}"] = float(np.mean([e.returns.get(role, 0.0) for e in eps]))
+        return m
 
 
 @dataclass
@@ -237,7 +298,7 @@ class TreeRollout:
                     for c in completions
                 ]
                 if self.prefetch and n_cand == 1:  # parallel mode (and k=1 trees)
-                    self._prefetch_lanes(items, texts)
+                    self.prefetch_lanes(items, texts)
                 for j, (lane, agent, obs, prompt_ids) in enumerate(items):
                     part = slice(j * n_cand, (j + 1) * n_cand)
                     samples.extend(
@@ -245,7 +306,7 @@ class TreeRollout:
                             lane, agent, policy, obs, prompt_ids, completions[part], texts[part]
                         )
                     )
-            live = [lane for lane in live if not _ended(lane.env)]
+            live = [lane for lane in live if not episode_ended(lane.env)]
         for lane in lanes:
             lane.episode.success = bool(lane.env.success)
             lane.episode.turns = lane.env.turn
@@ -274,7 +335,7 @@ class TreeRollout:
         env = lane.env
         turn = env.turn
         group = (lane.group_uid, turn, agent)
-        branches = self._step_branches(env, texts)
+        branches = self.step_branches(env, texts)
         out = []
         for branch, comp in zip(branches, cands, strict=False):
             info = branch.infos[agent]
@@ -308,20 +369,20 @@ class TreeRollout:
             )
         return out
 
-    def _step_branches(self, env: TextEnv, texts: list[str]) -> list[TextEnv]:
+    def step_branches(self, env: TextEnv, texts: list[str]) -> list[TextEnv]:
         """Step one clone of ``env`` per text (``env`` itself when there is one text).
 
         Several texts are first handed to the env's ``prefetch`` (see the module docstring). The
         ray backend overrides this to step the clones on env-worker actors.
         """
         if self.prefetch and len(texts) > 1:
-            _prefetch(env, texts, env.agent_selection)
+            prefetch_texts(env, texts, env.agent_selection)
         branches = [env] if len(texts) == 1 else [env.clone() for _ in texts]
         for branch, text in zip(branches, texts, strict=True):
             branch.step(text)
         return branches
 
-    def _prefetch_lanes(
+    def prefetch_lanes(
         self, items: Sequence[tuple[_Lane, str, dict[str, str], list[int]]], texts: list[str]
     ) -> None:
         """Parallel mode: prefetch, per state, the texts of the lanes that are at that state.
@@ -338,7 +399,7 @@ class TreeRollout:
         for lane_ids in at_state.values():
             if len(lane_ids) > 1:
                 lane, agent = items[lane_ids[0]][:2]
-                _prefetch(lane.env, [texts[j] for j in lane_ids], agent)
+                prefetch_texts(lane.env, [texts[j] for j in lane_ids], agent)
 
     def _best(self, rewards: Sequence[float]) -> int:
         top = max(rewards)
@@ -348,13 +409,16 @@ class TreeRollout:
         return ties[0]
 
 
-def _prefetch(env: TextEnv, texts: list[str], agent: str) -> None:
-    """Call ``env.prefetch(texts, agent)`` when the env's class defines one (duck-typed)."""
+def prefetch_texts(env: TextEnv, texts: list[str], agent: str) -> None:
+    """Call ``env.prefetch(texts, agent)`` when the env's class defines one (duck-typed; see the
+    module docstring). The Ray backend's env workers call it for their share of the texts."""
     prefetch = getattr(type(env), "prefetch", None)
     if prefetch is not None:
         prefetch(env, texts, agent)
 
 
-def _ended(env: TextEnv) -> bool:
+def episode_ended(env: TextEnv) -> bool:
+    """True when the agent whose turn it is has terminated or been truncated (the episode is over:
+    the envs end all agents together)."""
     agent = env.agent_selection
     return bool(env.terminations[agent] or env.truncations[agent])

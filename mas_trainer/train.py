@@ -26,230 +26,29 @@ Ctrl-C during RL saves a checkpoint and returns; ``--run.resume RUN_DIR`` contin
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mas_trainer import at_grpo
 from mas_trainer.config import TrainConfig, config_to_dict
-from mas_trainer.evaluate import env_factory, evaluate_engines
+from mas_trainer.eval.play import evaluate_engines
 from mas_trainer.outputs import RunDir
-from mas_trainer.rollout import RolloutResult, TreeRollout
-from mas_trainer.samples import TrainSample
+from mas_trainer.policy import (
+    build_policies,
+    make_learner,
+    role_policies,
+    save_checkpoint,
+    sync_engines,
+)
+from mas_trainer.rollout import TreeRollout, env_factory
 from mas_trainer.warmstart import oracle_samples, warm_start
 
-__all__ = ["Policy", "train"]
-
-
-@dataclass
-class Policy:
-    """One trainable policy: its model, generation engine and learner.
-
-    Attributes:
-        name: ``"shared"`` or the role name.
-        model: The torch model (a peft model for ``per_role_lora``).
-        engine: Generates with this policy (shares ``model`` on one device: sync is a no-op).
-        learner: The PPO-clip learner of this policy.
-        adapter: The LoRA adapter name (``per_role_lora`` only).
-    """
-
-    name: str
-    model: Any
-    engine: Any
-    learner: Any = None
-    adapter: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _roles_and_env_factory(cfg: TrainConfig, split: str) -> tuple[list[str], Callable[[], Any]]:
-    """The env's roles and a factory of fresh envs of ``split`` (``env.id`` may be mod:Class)."""
-    kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
-    make_env = env_factory(cfg.env.id, split=split, **kwargs, **cfg.env.options)
-    try:
-        probe = make_env()
-    except TypeError as err:  # an unknown env option
-        raise ValueError(
-            f"env {cfg.env.id!r} rejected --env.options {cfg.env.options}: {err}"
-        ) from err
-    return list(probe.possible_agents), make_env
-
-
-def _policy_of(cfg: TrainConfig, roles: list[str]) -> dict[str, str]:
-    if cfg.algo.policy_map == "shared":
-        return dict.fromkeys(roles, "shared")
-    return {r: r for r in roles}
-
-
-def _build_policies(
-    cfg: TrainConfig, policy_names: list[str], load_from: Path | None
-) -> tuple[dict[str, Policy], Any]:
-    """Load the model(s), wrap each policy with an engine (learners come later)."""
-    import torch
-
-    from mas_trainer.engines import TransformersEngine
-    from mas_trainer.models import load_model
-
-    dtype = getattr(torch, cfg.model.dtype)
-    dev = cfg.model.device
-
-    def load(name: str) -> tuple[Any, Any]:
-        return load_model(name, device=dev, dtype=dtype, seed=cfg.run.seed)
-
-    policies: dict[str, Policy] = {}
-    if cfg.algo.policy_map == "per_role_lora":
-        from mas_trainer.models import add_lora_adapters
-
-        base, tokenizer = load(str(load_from / "base") if load_from else cfg.model.name)
-        # Fresh adapters; on resume the learners' state restores each adapter's trained weights.
-        model = add_lora_adapters(base, policy_names, r=cfg.algo.lora_r, alpha=cfg.algo.lora_alpha)
-        for name in policy_names:
-            engine = TransformersEngine(
-                model, tokenizer, batch_size=cfg.model.engine_batch_size, adapter=name
-            )
-            policies[name] = Policy(name, model, engine, adapter=name)
-        return policies, tokenizer
-    first_model, tokenizer = load(str(load_from / policy_names[0]) if load_from else cfg.model.name)
-    for i, name in enumerate(policy_names):
-        if load_from and i > 0:
-            model, _ = load(str(load_from / name))
-        else:
-            model = first_model if i == 0 else copy.deepcopy(first_model)
-        engine = TransformersEngine(model, tokenizer, batch_size=cfg.model.engine_batch_size)
-        policies[name] = Policy(name, model, engine)
-    return policies, tokenizer
-
-
-def _make_learner(
-    cfg: TrainConfig, policy: Policy, tokenizer: Any, *, lr: float, mini_batch_size: int
-) -> Any:
-    """A learner for ``policy`` (the warm start and RL each get their own optimiser state)."""
-    import torch
-
-    from mas_trainer.learner import Learner
-
-    # The ray backend puts a remote learner factory here; it takes the same arguments.
-    return policy.extra.get("learner_factory", Learner)(
-        policy.model,
-        lr=lr,
-        weight_decay=cfg.optim.weight_decay,
-        grad_clip=cfg.optim.grad_clip,
-        mini_batch_size=mini_batch_size,
-        micro_batch_size=cfg.optim.micro_batch_size or None,
-        temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p,
-        clip_low=cfg.algo.clip_low,
-        clip_high=cfg.algo.clip_high,
-        dual_clip=cfg.algo.dual_clip or None,
-        kl_coef=cfg.algo.kl_coef,  # the learner keeps a frozen copy of the policy as reference
-        dtype=None if cfg.model.autocast == "none" else getattr(torch, cfg.model.autocast),
-        adapter=policy.adapter,
-        pad_token_id=tokenizer.pad_token_id,
-        seed=cfg.run.seed,
-    )
-
-
-def _sync_engines(policies: dict[str, Policy]) -> None:
-    """Give engines that hold their own weights (vLLM, remote) the learners' (no-op when shared)."""
-    for pol in policies.values():
-        if pol.engine is not None and getattr(pol.engine, "model", pol.model) is not pol.model:
-            pol.engine.load_weights(pol.model.state_dict())
-
-
-def _save(run: RunDir, step: int, policies: dict[str, Policy], tokenizer: Any, state: dict) -> Path:
-    """Checkpoint every policy (HF folder + learner state) and the trainer state, atomically."""
-    import torch
-
-    def write(folder: Path) -> None:
-        lora = any(pol.adapter is not None for pol in policies.values())
-        if lora:  # one frozen base + adapters/<role>/ (peft's layout for named adapters)
-            model = next(iter(policies.values())).model
-            base = model.get_base_model()
-            clean = {  # the frozen base without peft's wrapping
-                k.replace(".base_layer.", "."): v
-                for k, v in base.state_dict().items()
-                if "lora_" not in k
-            }
-            base.save_pretrained(folder / "base", state_dict=clean)
-            tokenizer.save_pretrained(folder / "base")
-            model.save_pretrained(folder / "adapters")
-        for name, pol in policies.items():
-            if not lora:
-                pol.model.save_pretrained(folder / name)
-                tokenizer.save_pretrained(folder / name)
-            if pol.learner is not None:
-                torch.save(pol.learner.state_dict(), folder / f"learner-{name}.pt")
-        (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
-
-    return run.save_checkpoint(step, write)
-
-
-def _rollout_metrics(result: RolloutResult, roles: list[str]) -> dict[str, float]:
-    eps = result.episodes
-    m = {
-        "rollout/success": float(np.mean([e.success for e in eps])),
-        "rollout/turns_mean": float(np.mean([e.turns for e in eps])),
-        "rollout/samples": float(len(result.samples)),
-        "rollout/format_error_rate": float(
-            np.mean([not s.info.get("parsed", True) for s in result.samples])
-        ),
-        "perf/tokens_per_s": result.gen_tokens / max(result.gen_seconds, 1e-9),
-        "perf/rollout_s": result.total_seconds,
-        "perf/rollout_other_share": result.other_share,
-    }
-    for role in roles:
-        rewards = [s.reward for s in result.samples if s.role == role]
-        if rewards:
-            m[f"rollout/reward/{role}"] = float(np.mean(rewards))
-        m[f"rollout/return/{role}"] = float(np.mean([e.returns.get(role, 0.0) for e in eps]))
-    return m
-
-
-def _advantages(samples: list[TrainSample], cfg: TrainConfig) -> tuple[list[TrainSample], dict]:
-    """Fill ``sample.advantage`` per AT-GRPO group; maybe drop zero-variance groups."""
-    import torch
-
-    from mas_trainer import at_grpo
-
-    rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)  # (N,)
-    index = at_grpo.dense_group_index([s.group for s in samples])  # (N,)
-    adv, _ = at_grpo.group_advantages(rewards, index, eps=cfg.algo.adv_eps)  # (N,)
-    zero = at_grpo.zero_variance_groups(rewards, index)  # (G,)
-    for s, a in zip(samples, adv.tolist(), strict=False):
-        s.advantage = a
-    kept = samples
-    if cfg.algo.drop_zero_var:
-        keep = (~zero[index]).tolist()
-        kept = [s for s, k in zip(samples, keep, strict=False) if k]
-    metrics = {
-        "algo/groups": float(zero.numel()),
-        "algo/zero_var_groups": float(zero.sum()),
-        "algo/zero_var_share": float(zero.float().mean()) if zero.numel() else 0.0,
-        "algo/adv_abs_mean": float(adv.abs().mean()) if adv.numel() else 0.0,
-        "algo/samples_trained": float(len(kept)),
-    }
-    return kept, metrics
-
-
-def _evaluate(cfg: TrainConfig, run: RunDir, ctx: dict[str, Any], step: int, tag: str) -> dict:
-    """Greedy held-out evaluation; writes transcripts of the first episodes."""
-    metrics, episodes = evaluate_engines(
-        ctx["make_eval_env"],
-        {n: p.engine for n, p in ctx["policies"].items()},
-        ctx["tokenizer"],
-        ctx["policy_of"],
-        ctx["eval_tasks"],
-        max_new_tokens=cfg.rollout.max_new_tokens,
-        keep_transcripts=cfg.run.log_transcripts > 0,
-        system_message=cfg.rollout.system_message,
-    )
-    if cfg.run.log_transcripts:
-        run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
-    return {f"eval/{k}": v for k, v in metrics.items()}
+__all__ = ["train"]
 
 
 def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any]:
@@ -272,9 +71,12 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
     run = RunDir(path, wandb_config=config_to_dict(cfg) if cfg.run.wandb else None)
     run.write_json("config.json", config_to_dict(cfg))
-    roles, make_env = _roles_and_env_factory(cfg, "train")
-    _, make_eval_env = _roles_and_env_factory(cfg, cfg.eval.split)
-    policy_of = _policy_of(cfg, roles)
+    env_kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
+    make_env = env_factory(cfg.env.id, split="train", **env_kwargs, **cfg.env.options)
+    make_eval_env = env_factory(cfg.env.id, split=cfg.eval.split, **env_kwargs, **cfg.env.options)
+    probe = make_env()
+    roles = list(probe.possible_agents)
+    policy_of = role_policies(cfg, roles)
     names = sorted(set(policy_of.values()))
     ckpt = run.latest_checkpoint() if cfg.run.resume else None
     state: dict[str, Any] = {
@@ -287,28 +89,22 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     if ckpt is not None:
         state = json.loads((ckpt / "trainer_state.json").read_text())
     rollout_cls: Callable[..., TreeRollout] = TreeRollout
-    if cfg.run.backend == "ray":  # engines, learners, env workers as Ray actors (ray_backend.py)
-        from mas_trainer.ray_backend import build_policies as build_ray_policies
+    if cfg.run.backend == "ray":  # engines, learners, env workers as Ray actors
+        from mas_trainer.distributed.build import build_ray_policies
 
-        policies, tokenizer, rollout_cls = build_ray_policies(cfg, names, ckpt)
+        on_ray = build_ray_policies(cfg, names, ckpt)
+        policies, tokenizer, rollout_cls = on_ray.policies, on_ray.tokenizer, on_ray.rollout_class
     else:
-        policies, tokenizer = _build_policies(cfg, names, ckpt)
+        policies, tokenizer = build_policies(cfg, names, ckpt)
     if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
-        from mas_trainer.vllm_engine import attach_vllm_engines
+        from mas_trainer.engines.vllm import attach_vllm_engines
 
         attach_vllm_engines(cfg, policies, tokenizer)
     rng = np.random.default_rng(cfg.run.seed)
     if ckpt is not None:
         rng.bit_generator.state = state["rng"]
-    train_ids = make_env().task_ids("train")
+    train_ids = probe.task_ids("train")
     eval_tasks = list(make_eval_env().task_ids(cfg.eval.split)[: cfg.eval.episodes])
-    ctx = {
-        "make_eval_env": make_eval_env,
-        "policies": policies,
-        "tokenizer": tokenizer,
-        "policy_of": policy_of,
-        "eval_tasks": eval_tasks,
-    }
     summary: dict[str, Any] = state["summary"]
     params = SamplingParams(
         temperature=cfg.rollout.temperature,
@@ -332,6 +128,22 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         rollout.rng.bit_generator.state = state["rollout_rng"]
     show = cfg.run.progress
 
+    def evaluate(step: int, tag: str) -> dict[str, float]:
+        """Greedy held-out evaluation (``eval/*`` metrics); transcripts of the first episodes."""
+        metrics, episodes = evaluate_engines(
+            make_eval_env,
+            {n: p.engine for n, p in policies.items()},
+            tokenizer,
+            policy_of,
+            eval_tasks,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            keep_transcripts=cfg.run.log_transcripts > 0,
+            system_message=cfg.rollout.system_message,
+        )
+        if cfg.run.log_transcripts:
+            run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
+        return {f"eval/{k}": v for k, v in metrics.items()}
+
     def snapshot(step: int) -> dict[str, Any]:
         return {
             **state,
@@ -344,7 +156,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 1. held-out eval at step 0
     if ckpt is None:
-        m = _evaluate(cfg, run, ctx, 0, "init")
+        m = evaluate(0, "init")
         run.log(0, m, phase="init")
         summary["success_init"] = m["eval/success"]
         if show:
@@ -366,7 +178,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             system_message=cfg.rollout.system_message,
         )
         sft = {
-            n: _make_learner(
+            n: make_learner(
                 cfg,
                 p,
                 tokenizer,
@@ -395,8 +207,8 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         )
         bar.close()
         del sft
-        _sync_engines(policies)
-        m = _evaluate(cfg, run, ctx, 0, "warmstart")
+        sync_engines(policies)
+        m = evaluate(0, "warmstart")
         m = {k.replace("eval/", "eval_warmstart/"): v for k, v in m.items()}
         run.log(
             0,
@@ -415,7 +227,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 3. RL steps
     for pol in policies.values():
-        pol.learner = _make_learner(
+        pol.learner = make_learner(
             cfg, pol, tokenizer, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
         )
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
@@ -432,9 +244,11 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             # 3.1 rollout: K candidates per (root, turn, agent), continue from the best
             picks = rng.integers(len(train_ids), size=cfg.rollout.tasks_per_step)
             result = rollout.run([train_ids[int(i)] for i in picks], uid_prefix=f"{step}/")
-            metrics = _rollout_metrics(result, roles)
+            metrics = result.metrics(roles)
             # 3.2 advantages within each (root, turn, agent) group
-            batch, algo_metrics = _advantages(result.samples, cfg)
+            batch, algo_metrics = at_grpo.advantages(
+                result.samples, eps=cfg.algo.adv_eps, drop_zero_var=cfg.algo.drop_zero_var
+            )
             metrics.update(algo_metrics)
             # 3.3 update: each policy learns from its own samples
             t1 = time.perf_counter()
@@ -447,12 +261,12 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
             metrics["perf/update_s"] = time.perf_counter() - t1
             # 3.4 sync: engines that hold their own weights get the learner's (no-op when shared)
-            _sync_engines(policies)
+            sync_engines(policies)
             step += 1
             metrics["perf/step_s"] = time.perf_counter() - t0
             # 3.5 log / eval / save
             if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
-                metrics.update(_evaluate(cfg, run, ctx, step, f"step-{step}"))
+                metrics.update(evaluate(step, f"step-{step}"))
             run.log(step, metrics)
             bar.update(1)
             bar.set_postfix(
@@ -461,7 +275,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
             )
             if cfg.run.save_every and step % cfg.run.save_every == 0:
-                _save(run, step, policies, tokenizer, snapshot(step))
+                save_checkpoint(run, step, policies, tokenizer, snapshot(step))
     except KeyboardInterrupt:
         interrupted = True
     bar.close()
@@ -469,14 +283,14 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 4. final eval, save, summary
     if not interrupted:
-        m = _evaluate(cfg, run, ctx, step, "final")
+        m = evaluate(step, "final")
         run.log(step, m, phase="final")
         summary["success_final"] = m["eval/success"]
         summary["success_final_ci"] = [m["eval/success_ci_low"], m["eval/success_ci_high"]]
     summary["steps"] = step
     summary["interrupted"] = interrupted
     summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start
-    ckpt_path = _save(run, step, policies, tokenizer, snapshot(step))
+    ckpt_path = save_checkpoint(run, step, policies, tokenizer, snapshot(step))
     summary["checkpoint"] = str(ckpt_path)
     summary["run_dir"] = str(path)
     run.write_json("summary.json", summary)

@@ -1,4 +1,4 @@
-"""TransformersEngine: exact log-probs, greedy, stops, padding, seeds (mas_trainer/engines.py)."""
+"""TransformersEngine: exact log-probs, greedy, stops, padding, seeds (engines/transformers.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from mas_trainer.engines import SamplingParams, TransformersEngine  # noqa: E402
+from mas_trainer.engines import SamplingParams  # noqa: E402
+from mas_trainer.engines.transformers import TransformersEngine  # noqa: E402
 from mas_trainer.learner import Learner  # noqa: E402
 from mas_trainer.models import build_tiny_model, chat_prompt_ids  # noqa: E402
 from mas_trainer.samples import TrainSample  # noqa: E402
@@ -190,7 +191,7 @@ def test_duplicate_prompts_are_prefilled_once_and_sampled_independently() -> Non
 def test_reserved_kv_layer_matches_transformers_dynamic_layer() -> None:
     from transformers.cache_utils import DynamicLayer
 
-    from mas_trainer.engines import _reserved_layer_class
+    from mas_trainer.engines.transformers import _reserved_layer_class
 
     ours, ref = _reserved_layer_class()(1), DynamicLayer()
     g = torch.Generator().manual_seed(0)
@@ -213,7 +214,7 @@ def test_reserved_kv_layer_matches_transformers_dynamic_layer() -> None:
 def test_generation_with_reserved_cache_equals_transformers_cache(monkeypatch) -> None:
     from transformers import DynamicCache
 
-    import mas_trainer.engines as engines
+    import mas_trainer.engines.transformers as engines
 
     model, tok = build_tiny_model("tiny", seed=7)
     prompts = [p for p in _prompts(tok, 5) for _ in range(2)]

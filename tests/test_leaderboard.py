@@ -20,8 +20,8 @@ pytest.importorskip("jsonschema")
 
 import mas_envs
 from mas_envs.registry import GAME_SPLITS
-from mas_trainer import leaderboard as lb
-from mas_trainer.suite import (
+from mas_trainer.eval import leaderboard as lb
+from mas_trainer.eval.suite import (
     BOARDS,
     SUITES,
     aggregate,
@@ -64,7 +64,7 @@ def rehash(result: dict[str, Any]) -> dict[str, Any]:
 def test_boards_are_registered_versioned_test_split_ids():
     unboarded = sorted(set(mas_envs.list_envs()) - set(BOARDS))
     assert not unboarded, (
-        f"env ids without a leaderboard: {unboarded}; add a BoardSpec to mas_trainer/suite.py "
+        f"env ids without a leaderboard: {unboarded}; add a BoardSpec to mas_trainer/eval/suite.py "
         "BOARDS, a row to leaderboards/README.md, and run `mas-leaderboard seed <id>`"
     )
     for env_id, board in BOARDS.items():

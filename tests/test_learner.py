@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from mas_trainer.engines import SamplingParams, TransformersEngine  # noqa: E402
+from mas_trainer.engines import SamplingParams  # noqa: E402
+from mas_trainer.engines.transformers import TransformersEngine  # noqa: E402
 from mas_trainer.learner import Learner  # noqa: E402
 from mas_trainer.models import add_lora_adapters, build_tiny_model, chat_prompt_ids  # noqa: E402
 from mas_trainer.samples import TrainSample  # noqa: E402

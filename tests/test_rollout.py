@@ -168,7 +168,7 @@ def test_bad_arguments_are_rejected():
 
 
 def test_real_engine_samples_have_matching_logprobs():
-    from mas_trainer.engines import TransformersEngine
+    from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.models import build_tiny_model
 
     model, tok = build_tiny_model("tiny", seed=0)

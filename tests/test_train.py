@@ -121,7 +121,7 @@ def test_per_role_policies_each_train_on_their_own_samples(tmp_path):
 
 def test_per_role_lora_checkpoint_evaluates_with_a_swapped_role_map(tmp_path):
     pytest.importorskip("peft")
-    from mas_trainer.evaluate import run_eval
+    from mas_trainer.eval.play import run_eval
 
     train(
         fast_config(

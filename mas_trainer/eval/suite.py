@@ -23,7 +23,7 @@ keeps the texts too (files ~10x larger).
 
 Policies (``policy`` strings, as in ``mas-eval``): ``random``, ``oracle``, a model path / hub id /
 ``tiny:<preset>``, a ``mas-train`` run or checkpoint folder, or ``openai:<model>`` (a served model
-through :class:`mas_trainer.openai_engine.OpenAIEngine`).
+through :class:`mas_trainer.engines.openai.OpenAIEngine`).
 """
 
 from __future__ import annotations
@@ -190,7 +190,7 @@ def aggregate(episodes: Sequence[Mapping[str, Any]], roles: Sequence[str]) -> di
         ``episodes``, ``successes``, ``success`` (the primary metric), ``ci95`` (Wilson interval),
         ``turns_mean``, ``format_errors_mean`` and ``return_mean`` per role.
     """
-    from mas_trainer.evaluate import wilson_interval
+    from mas_trainer.eval.play import wilson_interval
 
     n = len(episodes)
     wins = sum(bool(e["success"]) for e in episodes)
@@ -438,7 +438,7 @@ def make_actor(
         "seed": seed,
     }
     if policy.startswith("openai:"):
-        from mas_trainer.openai_engine import OpenAIEngine
+        from mas_trainer.engines.openai import OpenAIEngine
 
         if not base_url:
             raise ValueError(
@@ -481,8 +481,8 @@ def make_actor(
 
     import torch
 
-    from mas_trainer.engines import TransformersEngine
-    from mas_trainer.evaluate import load_checkpoint_policies
+    from mas_trainer.engines.transformers import TransformersEngine
+    from mas_trainer.eval.play import load_checkpoint_policies
     from mas_trainer.models import load_model
 
     torch_dtype = getattr(torch, dtype)

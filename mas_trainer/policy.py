@@ -1,0 +1,246 @@
+"""Policies of a run: building them, their learners, syncing their engines, checkpointing them.
+
+A :class:`Policy` is one trainable model with the engine that samples from it and the learner
+that trains it. ``algo.policy_map`` decides how many there are (:func:`role_policies`): one
+``shared`` policy for every role, or one per role (``per_role``: a model each; ``per_role_lora``:
+one frozen base with one LoRA adapter per role).
+
+* :func:`build_policies` loads the model(s) and wraps each in a transformers engine (the single-
+  process backend; the Ray backend's builder is :func:`mas_trainer.distributed.build.
+  build_ray_policies`, and ``--model.engine vllm`` swaps in vLLM engines afterwards:
+  :func:`mas_trainer.engines.vllm.attach_vllm_engines`);
+* :func:`make_learner` builds a policy's learner from the run config (the warm start and RL each
+  get their own, hence their own optimiser state);
+* :func:`sync_engines` gives engines that hold their own weights the learners' new ones;
+* :func:`save_checkpoint` writes a checkpoint (HF folders, learner state, trainer state) and
+  :func:`load_checkpoint_engines` reads one back as engines (``mas-eval``, leaderboards).
+
+Checkpoint layout (inside ``checkpoints/step-N/`` of a run folder, :mod:`mas_trainer.outputs`)::
+
+    <policy>/              a Hugging Face folder per policy (shared, per_role)
+    base/ + adapters/<p>/  the frozen base and one peft adapter per policy (per_role_lora)
+    learner-<policy>.pt    the learner's optimiser, schedule and generator state (resume)
+    trainer_state.json     step, RNG states, policy_of, summary so far
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mas_trainer.config import TrainConfig
+from mas_trainer.engines import Engine
+
+if TYPE_CHECKING:
+    from mas_trainer.outputs import RunDir
+    from mas_trainer.samples import TrainSample
+
+__all__ = [
+    "Policy",
+    "PolicyLearner",
+    "build_policies",
+    "load_checkpoint_engines",
+    "make_learner",
+    "role_policies",
+    "save_checkpoint",
+    "sync_engines",
+]
+
+
+class PolicyLearner(Protocol):
+    """What the train loop needs from a learner (:class:`mas_trainer.learner.Learner`, or the
+    Ray backend's :class:`~mas_trainer.distributed.handles.RemoteLearner`)."""
+
+    def update(self, samples: Sequence[TrainSample]) -> dict[str, float]: ...
+    def sft_update(
+        self, samples: Sequence[TrainSample], lr: float | None = None
+    ) -> dict[str, float]: ...
+    def state_dict(self) -> dict[str, Any]: ...
+    def load_state_dict(self, state: dict[str, Any]) -> None: ...
+
+
+LearnerFactory = Callable[..., PolicyLearner]
+"""Builds a learner: ``factory(model, **learner_kwargs)``, the signature of ``Learner``."""
+
+
+@dataclass
+class Policy:
+    """One trainable policy: its model, generation engine and learner.
+
+    Attributes:
+        name: ``"shared"`` or the role name.
+        model: The torch model (a peft model for ``per_role_lora``; on the Ray backend a
+            :class:`~mas_trainer.distributed.handles.RemoteModel` handle on the learner actors).
+        engine: Generates with this policy (shares ``model`` on one device: sync is a no-op).
+        learner: The PPO-clip learner of this policy (set by the train loop).
+        adapter: The LoRA adapter name (``per_role_lora`` only).
+        learner_factory: How :func:`make_learner` builds this policy's learners; None builds a
+            local :class:`~mas_trainer.learner.Learner` on ``model`` (the Ray backend builds
+            remote learners; a colocated vLLM engine, learners that put it to sleep first).
+    """
+
+    name: str
+    model: Any
+    engine: Engine
+    learner: PolicyLearner | None = None
+    adapter: str | None = None
+    learner_factory: LearnerFactory | None = None
+
+
+def role_policies(cfg: TrainConfig, roles: Sequence[str]) -> dict[str, str]:
+    """Which policy plays each role: ``shared`` for all, or one named after each role."""
+    if cfg.algo.policy_map == "shared":
+        return dict.fromkeys(roles, "shared")
+    return {r: r for r in roles}
+
+
+def build_policies(
+    cfg: TrainConfig, policy_names: list[str], load_from: Path | None
+) -> tuple[dict[str, Policy], Any]:
+    """Load the model(s), wrap each policy with a transformers engine (learners come later).
+
+    Args:
+        cfg: The run config.
+        policy_names: The policies to build (sorted names).
+        load_from: A checkpoint folder to resume from, or None (start from ``model.name``).
+
+    Returns:
+        ``name -> Policy`` and the policies' tokenizer.
+    """
+    import torch
+
+    from mas_trainer.engines.transformers import TransformersEngine
+    from mas_trainer.models import load_model
+
+    dtype = getattr(torch, cfg.model.dtype)
+    dev = cfg.model.device
+
+    def load(name: str) -> tuple[Any, Any]:
+        return load_model(name, device=dev, dtype=dtype, seed=cfg.run.seed)
+
+    policies: dict[str, Policy] = {}
+    if cfg.algo.policy_map == "per_role_lora":
+        from mas_trainer.models import add_lora_adapters
+
+        base, tokenizer = load(str(load_from / "base") if load_from else cfg.model.name)
+        # Fresh adapters; on resume the learners' state restores each adapter's trained weights.
+        model = add_lora_adapters(base, policy_names, r=cfg.algo.lora_r, alpha=cfg.algo.lora_alpha)
+        for name in policy_names:
+            engine = TransformersEngine(
+                model, tokenizer, batch_size=cfg.model.engine_batch_size, adapter=name
+            )
+            policies[name] = Policy(name, model, engine, adapter=name)
+        return policies, tokenizer
+    first_model, tokenizer = load(str(load_from / policy_names[0]) if load_from else cfg.model.name)
+    for i, name in enumerate(policy_names):
+        if load_from and i > 0:
+            model, _ = load(str(load_from / name))
+        else:
+            model = first_model if i == 0 else copy.deepcopy(first_model)
+        engine = TransformersEngine(model, tokenizer, batch_size=cfg.model.engine_batch_size)
+        policies[name] = Policy(name, model, engine)
+    return policies, tokenizer
+
+
+def make_learner(
+    cfg: TrainConfig, policy: Policy, tokenizer: Any, *, lr: float, mini_batch_size: int
+) -> PolicyLearner:
+    """A learner for ``policy`` (the warm start and RL each get their own optimiser state)."""
+    import torch
+
+    from mas_trainer.learner import Learner
+
+    factory: LearnerFactory = policy.learner_factory or Learner
+    return factory(
+        policy.model,
+        lr=lr,
+        weight_decay=cfg.optim.weight_decay,
+        grad_clip=cfg.optim.grad_clip,
+        mini_batch_size=mini_batch_size,
+        micro_batch_size=cfg.optim.micro_batch_size or None,
+        temperature=cfg.rollout.temperature,
+        top_p=cfg.rollout.top_p,
+        clip_low=cfg.algo.clip_low,
+        clip_high=cfg.algo.clip_high,
+        dual_clip=cfg.algo.dual_clip or None,
+        kl_coef=cfg.algo.kl_coef,  # the learner keeps a frozen copy of the policy as reference
+        dtype=None if cfg.model.autocast == "none" else getattr(torch, cfg.model.autocast),
+        adapter=policy.adapter,
+        pad_token_id=tokenizer.pad_token_id,
+        seed=cfg.run.seed,
+    )
+
+
+def sync_engines(policies: Mapping[str, Policy]) -> None:
+    """Give engines that hold their own weights (vLLM, remote) the learners' (no-op when shared)."""
+    for pol in policies.values():
+        if getattr(pol.engine, "model", pol.model) is not pol.model:
+            pol.engine.load_weights(pol.model.state_dict())
+
+
+def save_checkpoint(
+    run: RunDir, step: int, policies: Mapping[str, Policy], tokenizer: Any, state: dict[str, Any]
+) -> Path:
+    """Checkpoint every policy (HF folder + learner state) and the trainer state, atomically."""
+    import torch
+
+    def write(folder: Path) -> None:
+        lora = any(pol.adapter is not None for pol in policies.values())
+        if lora:  # one frozen base + adapters/<role>/ (peft's layout for named adapters)
+            model = next(iter(policies.values())).model
+            base = model.get_base_model()
+            clean = {  # the frozen base without peft's wrapping
+                k.replace(".base_layer.", "."): v
+                for k, v in base.state_dict().items()
+                if "lora_" not in k
+            }
+            base.save_pretrained(folder / "base", state_dict=clean)
+            tokenizer.save_pretrained(folder / "base")
+            model.save_pretrained(folder / "adapters")
+        for name, pol in policies.items():
+            if not lora:
+                pol.model.save_pretrained(folder / name)
+                tokenizer.save_pretrained(folder / name)
+            if pol.learner is not None:
+                torch.save(pol.learner.state_dict(), folder / f"learner-{name}.pt")
+        (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
+
+    return run.save_checkpoint(step, write)
+
+
+def load_checkpoint_engines(
+    folder: str | Path, *, device: str, dtype: Any, batch_size: int = 64
+) -> tuple[dict[str, Any], Any, dict[str, str]]:
+    """Load every policy of a checkpoint folder (``checkpoints/step-N``) as greedy-ready engines.
+
+    Returns:
+        ``(engines by policy name, tokenizer, policy_of role -> policy)``.
+    """
+    from mas_trainer.engines.transformers import TransformersEngine
+    from mas_trainer.models import load_model
+
+    folder = Path(folder)
+    state = json.loads((folder / "trainer_state.json").read_text())
+    names = sorted(set(state["policy_of"].values()))
+    engines: dict[str, Any] = {}
+    if (folder / "base").is_dir():  # per_role_lora: one base, one adapter per policy
+        from peft import PeftModel
+
+        base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
+        lora: Any = PeftModel.from_pretrained(
+            base, str(folder / "adapters" / names[0]), adapter_name=names[0]
+        )
+        for name in names[1:]:
+            lora.load_adapter(str(folder / "adapters" / name), adapter_name=name)
+        lora.eval()
+        for name in names:
+            engines[name] = TransformersEngine(lora, tokenizer, batch_size=batch_size, adapter=name)
+    else:
+        for name in names:
+            model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)
+            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size)
+    return engines, tokenizer, dict(state["policy_of"])

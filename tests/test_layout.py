@@ -1,0 +1,123 @@
+"""The package layout: no import cycles in mas_envs or mas_trainer, and no module of theirs reaching
+into another module's private names.
+
+The import graph is read from the source with ``ast``: every ``import`` counts, at module level or
+inside a function (a lazy import still ties two modules together), ``if TYPE_CHECKING:`` blocks
+included.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("mas_envs", "mas_trainer")
+
+
+def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
+    out = {}
+    for pkg in packages:
+        for path in sorted((root / pkg).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, list[str], int]]:
+    """``(imported module, names taken from it, line)`` for each import of a project module."""
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, [], node.lineno) for a in node.names if a.name in modules]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                if sub in modules:  # `from pkg import module`
+                    out.append((sub, [], node.lineno))
+                elif base in modules:
+                    out.append((base, [alias.name], node.lineno))
+    return out
+
+
+def import_graph(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (anywhere in its source)."""
+    modules = _modules(root, packages)
+    return {
+        name: {target for target, _, _ in _imports(name, path, modules) if target != name}
+        for name, path in modules.items()
+    }
+
+
+def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every strongly connected component with more than one module (Tarjan), as sorted lists."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return cycles
+
+
+def test_no_import_cycles():
+    graph = import_graph(REPO)
+    assert "mas_trainer.train" in graph and "mas_envs.registry" in graph
+    assert find_cycles(graph) == []
+
+
+def test_the_cycle_check_finds_lazy_and_relative_cycles(tmp_path):
+    """A cycle made only of a lazy import and a relative import is still a cycle."""
+    pkg = tmp_path / "mas_trainer"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "train.py").write_text("def train():\n    from mas_trainer.sub.backend import build\n")
+    (pkg / "sub" / "backend.py").write_text("def build():\n    from ..train import train\n")
+    (pkg / "leaf.py").write_text("import mas_trainer.train\n")
+    graph = import_graph(tmp_path, ("mas_trainer",))
+    assert find_cycles(graph) == [["mas_trainer.sub.backend", "mas_trainer.train"]]
+
+
+def test_no_module_imports_another_modules_private_names():
+    modules = _modules(REPO, PACKAGES)
+    private = []
+    for name, path in modules.items():
+        for target, names, line in _imports(name, path, modules):
+            private += [
+                f"{path.relative_to(REPO)}:{line}: {target}.{n}" for n in names if n.startswith("_")
+            ]
+    assert private == []

@@ -185,14 +185,6 @@ class RunDir:
         folder = self.path / "checkpoints" / latest.read_text().strip()
         return folder if folder.is_dir() else None
 
-    # ------------------------------------------------------------------ plots
-
-    def plot(self) -> list[Path]:
-        """Draw the run's figures into ``plots/*.png`` (`mas_trainer.plots.plot_run`)."""
-        from mas_trainer.plots import plot_run
-
-        return plot_run(self.path)
-
     def close(self) -> None:
         """Flush and close the writers."""
         self._metrics.close()

@@ -38,6 +38,7 @@ from mas_trainer import at_grpo
 from mas_trainer.config import TrainConfig, config_to_dict
 from mas_trainer.eval.play import evaluate_engines
 from mas_trainer.outputs import RunDir
+from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     build_policies,
     make_learner,
@@ -294,6 +295,6 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     summary["checkpoint"] = str(ckpt_path)
     summary["run_dir"] = str(path)
     run.write_json("summary.json", summary)
-    run.plot()
+    plot_run(path)
     run.close()
     return summary

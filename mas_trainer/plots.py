@@ -69,8 +69,8 @@ def _held_out(
         ):
             if isinstance(r.get(prefix + "success"), (int, float)):
                 p, n = r[prefix + "success"], r.get(prefix + "episodes", 0)
-                low = r.get(prefix + "success_ci_low")
-                high = r.get(prefix + "success_ci_high")
+                low = r.get(prefix + "success_ci_low", r.get(prefix + "ci95_low"))
+                high = r.get(prefix + "success_ci_high", r.get(prefix + "ci95_high"))
                 band = (low, high) if low is not None and high is not None else wilson(p * n, n)
                 points.append((x, p, band))
     points.sort(key=lambda t: t[0])

@@ -267,7 +267,13 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             metrics["perf/step_s"] = time.perf_counter() - t0
             # 3.5 log / eval / save
             if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
-                metrics.update(evaluate(step, f"step-{step}"))
+                m = evaluate(step, f"step-{step}")
+                metrics.update(m)
+                if show:  # above the bar, which stays in place
+                    bar.write(
+                        f"[step {step}] held-out success: {m['eval/success']:.3f} "
+                        f"(95% CI {m['eval/success_ci_low']:.3f}-{m['eval/success_ci_high']:.3f})"
+                    )
             run.log(step, metrics)
             bar.update(1)
             bar.set_postfix(

@@ -76,6 +76,16 @@ def test_run_folder_has_everything(tmp_path):
     assert summary["steps"] == 2 and summary["success_final"] == final[0]["eval/success"]
 
 
+def test_the_console_shows_every_evaluation_and_no_hub_bars(tmp_path, capfd):
+    cfg = fast_config(tmp_path, "--run.name", "r", "--run.progress", "true", "--eval.every", "1")
+    train(cfg)
+    out, err = capfd.readouterr()
+    assert "[step 0] held-out success before training" in out
+    assert "[warm start] held-out success after SFT" in out
+    assert "[step 1] held-out success: " in out and "(95% CI " in out  # the intermediate eval
+    assert "AT-GRPO" in err and "Writing model shards" not in err  # checkpoints saved quietly
+
+
 def test_resume_continues_the_same_run(tmp_path):
     train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1"))
     run = tmp_path / "r"

@@ -23,11 +23,15 @@ Contract (DESIGN.md section 3):
   ``parsed`` and ``reason`` (empty when the text parsed), plus family-specific keys.
 * ``reset(seed=s)`` seeds the env's own generator, which draws a task id from the env's split;
   ``reset(options={"task_id": t})`` picks a task directly. The global RNG is never touched.
+* Splits are disjoint in content whichever way a task is chosen: a task of this split that is
+  also a task of a later split is never served; ``reset`` serves a redrawn task in its place
+  (:meth:`TextEnv._serve`).
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 from collections.abc import Hashable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
@@ -244,23 +248,9 @@ class TextEnv(AECEnv):
                 self._rng = copy.deepcopy(self._rng)
                 self._rng_shared = False
             ids = self.task_ids()
-            task_id = ids[int(self._rng.integers(len(ids)))]
-            self._load_task(task_id)
-            held_out = self._held_out_keys()
-            redraws = 0
-            while held_out and self._task_key() in held_out:
-                redraws += 1
-                if redraws > _MAX_REDRAWS:
-                    raise ValueError(
-                        f"{_MAX_REDRAWS} tasks drawn from split {self.split!r} in a row were all "
-                        "also tasks of a later split: this config has too few distinct tasks to "
-                        "keep the splits apart; make it larger (a bigger board, more topics or "
-                        "levels), or pick tasks with reset(options={'task_id': ...})"
-                    )
-                task_id = ids[int(self._rng.integers(len(ids)))]
-                self._load_task(task_id)
+            task_id = self._serve(ids[int(self._rng.integers(len(ids)))], self._rng)
         else:
-            self._load_task(task_id)
+            task_id = self._serve(task_id, None)
         self.task_id = task_id
         self.turn = 0
         self.success = False
@@ -269,9 +259,38 @@ class TextEnv(AECEnv):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        info = {"turn": 0, "success": False, "task_id": task_id}
+        info: dict[str, Any] = {"turn": 0, "success": False, "task_id": task_id}
         self.infos = {a: dict(info) for a in self.agents}
         self.agent_selection = self.agents[0]
+
+    def _serve(self, task_id: TaskId, rng: np.random.Generator | None) -> TaskId:
+        """Load ``task_id``, or the task served in its place; return the id of the loaded task.
+
+        A task of this split whose key is also a later split's (:meth:`_task_key`) is redrawn:
+        further ids of the split are drawn until one is not held out. A seeded ``reset`` draws
+        them from the env's generator ``rng``. A chosen id (``rng is None``) draws them from a
+        generator seeded by the id alone, so one id always serves one task, whatever the env's
+        generator holds; an id of another split (or a hand-made task) is played as it is.
+        """
+        self._load_task(task_id)
+        held_out = self._held_out_keys()
+        if not held_out or self._task_key() not in held_out:
+            return task_id
+        ids = self.task_ids()
+        if rng is None:
+            if task_id not in ids:
+                return task_id
+            rng = np.random.default_rng(_id_seed(task_id))
+        for _ in range(_MAX_REDRAWS):
+            task_id = ids[int(rng.integers(len(ids)))]
+            self._load_task(task_id)
+            if self._task_key() not in held_out:
+                return task_id
+        raise ValueError(
+            f"{_MAX_REDRAWS} tasks drawn from split {self.split!r} in a row were all also tasks "
+            "of a later split: this config has too few distinct tasks to keep the splits apart; "
+            "make it larger (a bigger board, more topics or levels)"
+        )
 
     def observe(self, agent: str) -> dict[str, str]:
         return {"system": self._system(agent), "prompt": self._prompt(agent)}
@@ -378,3 +397,9 @@ class TextEnv(AECEnv):
 
     def __str__(self) -> str:
         return self.metadata["name"]
+
+
+def _id_seed(task_id: TaskId) -> int:
+    """A seed that depends on a task id alone (stable across processes, unlike ``hash``)."""
+    key = f"int:{int(task_id)}" if isinstance(task_id, int | np.integer) else f"str:{task_id}"
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "little")

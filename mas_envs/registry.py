@@ -37,7 +37,9 @@ GAME_SPLITS: dict[str, range] = {
 A level id seeds the level generator, so a level id is one level for a given difficulty. Evaluate
 on ``GAME_SPLITS["test"]`` in order (the first N ids), train on ``"train"``. Small boards repeat
 levels across ids; ``reset`` on the train split therefore redraws any level that is also a
-validation or test level (and on validation, any test level): the splits are disjoint in content.
+validation or test level (and on validation, any test level), whether the level was drawn by
+``reset(seed=...)`` or chosen by ``reset(options={"task_id": ...})``: the splits are disjoint in
+content.
 """
 
 

@@ -51,11 +51,13 @@ RULES: dict[str, str] = {
     "same task (the generator is cloned too)",
     "clone-independent": "stepping or resetting a clone never changes its env, and stepping an env "
     "never changes its clones",
-    "seeding": "reset(seed=s) gives the same episode for the same actions, on one env or two",
+    "seeding": "reset(seed=s), and reset(options={'task_id': t}), give the same episode for the "
+    "same actions, on one env or two, whatever the env did before",
     "global-rng": "the env never touches the global generators of `random` and `numpy.random`",
-    "splits": "the task ids of train, validation and test are disjoint, and reset(seed=s) serves a "
-    "task of the env's split whose content is not that of a task of a later split (train, then "
-    "validation, then test)",
+    "splits": "the task ids of train, validation and test are disjoint, and a reset serves a task "
+    "of the env's split whose content is not that of a task of a later split (train, then "
+    "validation, then test), whichever way the task is chosen: reset(seed=s) or "
+    "reset(options={'task_id': t}) with t an id of the split",
 }
 """The rules :func:`text_env_test` checks, by name (a :class:`ContractError` names one)."""
 
@@ -128,7 +130,7 @@ def text_env_test(
     num_episodes: int = 2,
     max_steps: int = 12,
     split_tasks: int = 300,
-    split_draws: int = 40,
+    split_draws: int = 100,
     hostile_texts: Sequence[str] = HOSTILE_TEXTS,
     content_key: Callable[[Any], Hashable] = first_observations,
     rules: Collection[str] = tuple(RULES),
@@ -143,7 +145,8 @@ def text_env_test(
         max_steps: Most steps of each of those episodes.
         split_tasks: Tasks of each of validation and test whose content is compared: the first
             ``split_tasks`` of ``task_ids(split)``.
-        split_draws: Seeded resets per split whose task is checked against the later splits.
+        split_draws: Resets per split, and per way of choosing a task (by seed, by a random id of
+            the split), whose task is checked against the later splits.
         hostile_texts: The texts every agent writes in turn (default :data:`HOSTILE_TEXTS`).
         content_key: What makes a task the task it is, read right after ``reset`` (default
             :func:`first_observations`).
@@ -166,7 +169,10 @@ def text_env_test(
     checks: list[tuple[set[str], Callable[[], None]]] = [
         ({"action-type"}, lambda: _check_action_types(ctx, env, seed)),
         ({"hostile-text"}, lambda: _check_hostile_text(ctx, env, seed, hostile_texts)),
-        ({"seeding"}, lambda: _check_seeding(ctx, env_fn, seed, num_episodes, max_steps)),
+        (
+            {"seeding"},
+            lambda: _check_seeding(ctx, env_fn, seed, num_episodes, max_steps, content_key),
+        ),
         (
             {"clone-exact", "clone-independent"},
             lambda: _check_clone(ctx, env, seed, num_episodes, max_steps),
@@ -440,12 +446,23 @@ def _check_independent(ctx: _Checker, env: Any, where: str) -> None:
 
 
 def _check_seeding(
-    ctx: _Checker, env_fn: Callable[..., Any], seed: int, episodes: int, max_steps: int
+    ctx: _Checker,
+    env_fn: Callable[..., Any],
+    seed: int,
+    episodes: int,
+    max_steps: int,
+    content_key: Callable[[Any], Hashable],
 ) -> None:
     a, b = env_fn(), env_fn()
+    ids = a.task_ids() if callable(getattr(a, "task_ids", None)) else ()
+    task_id = ids[int(ctx.rng.integers(len(ids)))] if len(ids) else None
     for episode in range(episodes):
         s = seed + 2000 + episode
-        a.reset(seed=s)
+        kwargs: dict[str, Any] = {"seed": s}
+        if episode % 2 and task_id is not None:  # every other episode on a chosen task
+            kwargs["options"] = {"task_id": task_id}
+        how = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+        a.reset(**kwargs)
         start = observable_state(a)
         texts: list[Any] = []
         rng = np.random.default_rng(s)
@@ -456,13 +473,25 @@ def _check_seeding(
             ctx.step(a, texts[-1])
         end = observable_state(a)
         for env, what in ((b, "a second env"), (a, "the same env again")):
-            env.reset(seed=s)
-            started = f"reset(seed={s}) of {what} started another episode"
+            env.reset(**kwargs)
+            started = f"reset({how}) of {what} started another episode"
             ctx.same("seeding", start, observable_state(env), started)
             for text in texts:
                 ctx.step(env, text)
-            ended = f"after reset(seed={s}) and the same {len(texts)} actions, {what} differs"
+            ended = f"after reset({how}) and the same {len(texts)} actions, {what} differs"
             ctx.same("seeding", end, observable_state(env), ended)
+    if task_id is not None:
+        # A chosen task does not depend on the env's generator (trainers choose tasks so).
+        fresh = env_fn()
+        fresh.reset(options={"task_id": task_id})
+        a.reset(options={"task_id": task_id})
+        if content_key(fresh) != content_key(a):
+            raise ctx.fail(
+                "seeding",
+                f"reset(options={{'task_id': {task_id!r}}}) served one task on a fresh env and "
+                "another on an env that had played before: a chosen task must not depend on the "
+                "env's generator",
+            )
 
 
 def _check_splits(
@@ -499,25 +528,32 @@ def _check_splits(
             contents.setdefault(content_key(env), task_id)
         held[split] = contents
     for split in SPLITS:
-        env, later = envs[split], SPLITS[SPLITS.index(split) + 1 :]
-        for k in range(n_draws):
-            s = seed + 3000 + k
-            env.reset(seed=s)
+        env, later, n = envs[split], SPLITS[SPLITS.index(split) + 1 :], len(ids[split])
+        # A task is chosen by seed (reset's own draw) or by id (as trainers and evaluations do).
+        resets: list[tuple[str, dict[str, Any]]] = [
+            (f"reset(seed={s})", {"seed": s}) for s in range(seed + 3000, seed + 3000 + n_draws)
+        ]
+        for i in ctx.rng.integers(n, size=n_draws if n else 0):
+            task_id = ids[split][int(i)]
+            resets.append(
+                (f"reset(options={{'task_id': {task_id!r}}})", {"options": {"task_id": task_id}})
+            )
+        for how, kwargs in resets:
+            env.reset(**kwargs)
             served = getattr(env, "task_id", None)
             if served is not None and served not in lookup[split]:
                 raise ctx.fail(
                     "splits",
-                    f"reset(seed={s}) of split {split!r} served task "
-                    f"{served!r}, which is not one of task_ids({split!r})",
+                    f"{how} of split {split!r} served task {served!r}, which is not one of "
+                    f"task_ids({split!r})",
                 )
             key = content_key(env)
             for late in later:
                 if key in held[late]:
                     raise ctx.fail(
                         "splits",
-                        f"reset(seed={s}) of split {split!r} served task "
-                        f"{served!r}, whose content is that of {late!r} task "
-                        f"{held[late][key]!r}",
+                        f"{how} of split {split!r} served task {served!r}, whose content is "
+                        f"that of {late!r} task {held[late][key]!r}",
                     )
 
 

@@ -121,28 +121,60 @@ def test_golden_transcript(env_id):
     check(env_id)
 
 
+def _held_out_levels(env_id: str, kwargs: dict, split: str) -> set:
+    """The task keys of every id of ``split``, as the ids load (before any redraw)."""
+    env = mas_envs.make(env_id, split=split, **kwargs)
+    keys = set()
+    for task_id in env.task_ids(split):
+        env._load_task(task_id)
+        keys.add(env._task_key())
+    return keys
+
+
 @pytest.mark.parametrize(
     ("env_id", "kwargs"),
     [
         ("mas/Sokoban-v0", {}),  # 6x6, one box: ~10% of raw train ids give a held-out level
-        ("mas/PlanPath-v0", {"rows": 4, "cols": 4}),
+        ("mas/PlanPath-v0", {"rows": 4, "cols": 4}),  # ~1.4% (the tiny preset's board)
         ("mas/Sudoku-v0", {}),
+        ("mas/Math-v0", {"topics": ["arith"]}),
     ],
 )
-def test_train_split_never_serves_a_test_level(env_id, kwargs):
-    env = mas_envs.make(env_id, split="test", **kwargs)
-    test_levels = set()
-    for task_id in env.task_ids("test")[:300]:
-        env.reset(options={"task_id": task_id})
-        test_levels.add(env._task_key())
-    train = mas_envs.make(env_id, **kwargs)
-    raw_hits = served_hits = 0
-    for seed in range(300):
-        train.reset(seed=seed)
-        served_hits += train._task_key() in test_levels
-        probe = train.clone()
-        probe.reset(options={"task_id": train.task_ids()[seed]})
-        raw_hits += probe._task_key() in test_levels
-    assert served_hits == 0
-    if env_id == "mas/Sokoban-v0":
-        assert raw_hits > 0, "the check above would be vacuous: no raw train id hits a test level"
+def test_no_split_serves_a_later_splits_task_whichever_way_it_is_chosen(env_id, kwargs):
+    held = {s: _held_out_levels(env_id, kwargs, s) for s in ("validation", "test")}
+    later = {"train": held["validation"] | held["test"], "validation": held["test"]}
+    for split, banned in later.items():
+        env, probe = mas_envs.make(env_id, split=split, **kwargs), None
+        ids = env.task_ids(split)
+        raw_hits = 0
+        for n in range(300):
+            env.reset(seed=n)
+            assert env._task_key() not in banned, (split, "seed", n)
+            probe = probe or env.clone()
+            probe._load_task(ids[n])
+            raw_hits += probe._task_key() in banned
+            env.reset(options={"task_id": ids[n]})
+            assert env._task_key() not in banned, (split, "task_id", ids[n])
+            assert env.task_id in ids
+            if probe._task_key() not in banned:
+                assert env.task_id == ids[n], "an id whose task is not held out plays as it is"
+            # One id serves one task, whatever the env's generator holds, and the id it reports
+            # serves the same task again.
+            served = (env.task_id, env.observe(env.agent_selection))
+            env.reset(seed=10_000 + n)
+            env.reset(options={"task_id": ids[n]})
+            assert (env.task_id, env.observe(env.agent_selection)) == served
+            env.reset(options={"task_id": served[0]})
+            assert (env.task_id, env.observe(env.agent_selection)) == served
+        if split == "train" and env_id in ("mas/Sokoban-v0", "mas/PlanPath-v0"):
+            assert raw_hits > 0, "the checks above would be vacuous: no raw id hits a later split"
+
+
+def test_a_chosen_task_of_another_split_plays_as_it_is():
+    train = mas_envs.make("mas/PlanPath-v0", rows=4, cols=4)
+    test = mas_envs.make("mas/PlanPath-v0", rows=4, cols=4, split="test")
+    for task_id in test.task_ids()[:50]:
+        train.reset(options={"task_id": task_id})
+        test.reset(options={"task_id": task_id})
+        assert train.task_id == test.task_id == task_id
+        assert train.observe("planner") == test.observe("planner")

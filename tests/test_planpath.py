@@ -396,8 +396,10 @@ def test_a_config_whose_levels_are_all_held_out_says_so_instead_of_looping():
     env = PlanPathEnv(rows=2, cols=2)
     with pytest.raises(ValueError, match="too few distinct tasks"):
         env.reset(seed=0)
-    env.reset(options={"task_id": 5})  # a chosen level still plays
-    assert env.agents and env.task_id == 5
+    with pytest.raises(ValueError, match="too few distinct tasks"):
+        env.reset(options={"task_id": 5})  # a train id is redrawn as a seeded reset is, in vain
+    env.reset(options={"task_id": 2_000_000_005})  # a chosen level of another split still plays
+    assert env.agents and env.task_id == 2_000_000_005
     held_out = PlanPathEnv(rows=2, cols=2, split="test")
     held_out.reset(seed=0)  # the last split serves every level
     assert held_out.task_id in mas_envs.registry.GAME_SPLITS["test"]

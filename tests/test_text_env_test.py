@@ -77,6 +77,18 @@ def test_passes_on_a_correct_env_in_both_modes():
     text_env_test(lambda **kw: GuessEnv(mode="single", **kw))
 
 
+def test_the_base_class_keeps_splits_apart_for_a_chosen_task_too():
+    text_env_test(KeyedContent)  # train ids repeat test levels; reset redraws them both ways
+    env = KeyedContent()
+    test_levels = {env._target_of(t) for t in env.task_ids("test")}
+    served = set()
+    for task_id in range(2000):
+        env.reset(options={"task_id": task_id})
+        served.add(env._target)
+        assert env.task_id in env.task_ids("train")
+    assert served and not served & test_levels
+
+
 # ---------------------------------------------------------------- one broken env per rule
 
 
@@ -169,8 +181,35 @@ class OverlappingIds(GuessEnv):
 
 class OverlappingContent(GuessEnv):
     def _target_of(self, task_id: int) -> int:
-        # Train ids 0..9999 repeat the test levels 20000..20999 (validation's are apart).
-        return task_id if 10_000 <= task_id < 11_000 else task_id % 1000
+        # Train ids give levels 0..1999, test ids 0..999: half the train ids give a test level
+        # (validation's are apart).
+        if task_id >= 20_000:
+            return task_id - 20_000
+        return task_id % 2000 if task_id < 10_000 else task_id
+
+
+class KeyedContent(OverlappingContent):
+    """As OverlappingContent, with a task key: the base class keeps the splits apart then."""
+
+    def _task_key(self) -> int:
+        return self._target
+
+
+class RedrawsOnlySeededResets(KeyedContent):
+    """Plays a chosen id as it is, held out or not (mas_envs before the fix of issue 11)."""
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        super().reset(seed=seed, options=options)
+        if options and options.get("task_id") is not None:
+            self._load_task(options["task_id"])
+            self.task_id = options["task_id"]
+
+
+class ChosenTaskUsesTheGenerator(GuessEnv):
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        super().reset(seed=seed, options=options)
+        if options and options.get("task_id") is not None:
+            self._target += int(self._rng.integers(1000))
 
 
 class ServesOutsideItsSplit(GuessEnv):
@@ -199,6 +238,8 @@ class ServesOutsideItsSplit(GuessEnv):
         (UnseededLevels, "seeding", "reset(seed="),
         (OverlappingIds, "splits", "is in both 'train' and 'validation'"),
         (OverlappingContent, "splits", "whose content is that of 'test' task"),
+        (RedrawsOnlySeededResets, "splits", "reset(options={'task_id': "),
+        (ChosenTaskUsesTheGenerator, "seeding", "must not depend on the env's generator"),
         (ServesOutsideItsSplit, "splits", "not one of task_ids('train')"),
     ],
 )

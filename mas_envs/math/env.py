@@ -64,9 +64,10 @@ path is split 80/10/10 by a stable hash of the problem id. ``problems={"train": 
 names each split's source. ``reset(seed=s)`` draws from ``split``;
 ``reset(options={"problem_id": id})`` (or ``"task_id"``) picks one problem.
 
-Generated questions repeat across seeds; ``reset`` never serves a train question that is also a
-validation or test question (nor a validation question that is also a test question). In v0, five
-(topic, level) pairs have so few questions that their train split is empty
+Generated questions repeat across seeds; ``reset``, by seed or by problem id, never serves a
+train question that is also a validation or test question (nor a validation question that is also
+a test question). In v0, five (topic, level) pairs have so few questions that their train split
+is empty
 (:data:`~mas_envs.math.generators.EMPTY_V0`: algebra/3, numtheory/4, combinatorics/1, 2 and 4;
 validation lacks the three combinatorics ones): the default config never trains on them, and a
 config of only those raises a ``ValueError`` at construction. v1 fixes this: those five draw from
@@ -75,9 +76,12 @@ topic and level has problems in every split and no question is in two splits.
 
 **Version history.** v0: first version. v1 (``mas/Math-v1``, ``version=1``): generated problems
 only: larger spaces for the five small (topic, level) pairs and question-partitioned splits (same
-ids, other questions); prompts, parsing and rewards unchanged. Within v0 and v1 (2026-12-01,
-judge fixes): the sympy fallback grader no longer judges an infinite answer (``oo``) equal to
-every ground truth; a tool program's MemoryError is a runtime_error, not memory_limit (same reward).
+ids, other questions); prompts, parsing and rewards unchanged. Within v0 and v1 (2026-12-01, judge
+fixes): the sympy fallback grader no longer judges an infinite answer (``oo``) equal to every ground
+truth; a tool program's MemoryError is a runtime_error, not memory_limit (same reward). v0, split
+fix (no new version): ``reset(options={"problem_id": id})`` of a train or validation id whose
+question is held out serves a redrawn problem, as seeded resets always did; prompts, parsing,
+rewards, the test split and the golden transcripts are unchanged (``docs/envs/math.md``).
 """
 
 from __future__ import annotations

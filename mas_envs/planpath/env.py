@@ -67,8 +67,8 @@ the goal is reached on the real env by this action, else 0.0. Each agent gets
 
 **Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the level
 for the env's ``rows``, ``cols`` and ``wall_prob``; ids per split are ``GAME_SPLITS`` (disjoint).
-Levels are disjoint too: a train reset redraws any level that is also a validation or test
-level (tiny grids repeat levels across ids; ``docs/envs/planpath.md``).
+Levels are disjoint too: a train reset, by seed or by id, redraws any level that is also a
+validation or test level (tiny grids repeat levels across ids; ``docs/envs/planpath.md``).
 
 **Difficulty.** ``rows``, ``cols`` (2..32 each) and ``wall_prob`` (0.0..0.5). Small grids (4x4,
 5x5) are first-class: the trainer's default task is Plan-Path on a small grid.
@@ -89,7 +89,10 @@ tool modes.
 
 **Version history.** v0: first version. ``mas/PlanPathCode-v0``: first version of the plan-code
 variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
-(same reward).
+(same reward). Both, split fix within v0 (no new version): ``reset(options={"task_id": i})`` of a
+train or validation id whose level is held out serves a redrawn level, as seeded resets always did;
+prompts, rules, rewards, the test split and the golden transcripts are unchanged
+(``docs/envs/planpath.md``).
 """
 
 from __future__ import annotations

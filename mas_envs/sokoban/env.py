@@ -55,7 +55,8 @@ Seeds and splits:
     picks one, and ``reset(options={"task_id": picture})`` plays a hand-made level given as its
     ASCII picture (in the legend's symbols, no larger than ``width`` x ``height``).
     Levels are disjoint too: the default 6x6 one-box room has few distinct levels, so a train
-    reset redraws any level that is also a validation or test level (``docs/envs/sokoban.md``).
+    reset, by seed or by id, redraws any level that is also a validation or test level
+    (``docs/envs/sokoban.md``).
 
 Difficulty:
     ``width`` and ``height`` (5-16, including the wall ring; default 6x6) and ``boxes`` (1 to
@@ -73,6 +74,10 @@ Plan code (``tool_mode="code"``, the id ``mas/SokobanCode-v0``):
 Version history:
     v0: first version. ``mas/SokobanCode-v0``: first version of the plan-code variant; within v0
     (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit (same reward).
+    Both, split fix within v0 (no new version): ``reset(options={"task_id": i})`` of a train or
+    validation id whose level is held out serves a redrawn level, as seeded resets always did;
+    prompts, rules, rewards, the test split and the golden transcripts are unchanged
+    (``docs/envs/sokoban.md``).
 """
 
 from __future__ import annotations

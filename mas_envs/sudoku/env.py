@@ -69,8 +69,8 @@ paper's: a whole solution fits in one answer, so three turns leave two correctio
 
 **Seeds and splits.** A level id seeds ``np.random.default_rng(level_id)``, which draws the puzzle
 for the env's ``size`` and ``clues``; ids per split are ``GAME_SPLITS`` (disjoint).
-Puzzles are disjoint too: a 4x4 train reset redraws any puzzle that is also a validation or test
-puzzle (4x4 puzzles repeat across ids; ``docs/envs/sudoku.md``).
+Puzzles are disjoint too: a 4x4 train reset, by seed or by id, redraws any puzzle that is also a
+validation or test puzzle (4x4 puzzles repeat across ids; ``docs/envs/sudoku.md``).
 
 **Difficulty.** ``size`` (4 or 9) and ``clues`` (4x4: 4-15, default 6; 9x9: 25-80, default 30;
 fewer clues cannot give a unique puzzle reliably). ``infos`` also carry ``empty`` (empty cells on
@@ -93,7 +93,10 @@ both tool modes.
 
 **Version history.** v0: first version. ``mas/SudokuCode-v0``: first version of the plan-code
 variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
-(same reward).
+(same reward). Both, split fix within v0 (no new version): ``reset(options={"task_id": i})`` of a
+train or validation id whose puzzle is held out serves a redrawn puzzle, as seeded resets always
+did; prompts, rules, rewards, the test split and the golden transcripts are unchanged
+(``docs/envs/sudoku.md``).
 """
 
 from __future__ import annotations

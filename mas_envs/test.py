@@ -668,12 +668,17 @@ def _first(ids: Sequence[Any], n: int) -> list[Any]:
 def _shared_id(
     a: Sequence[Any], in_a: Collection[Any], b: Sequence[Any], in_b: Collection[Any]
 ) -> Any:
-    """An id in both splits, or ``None``: ranges compared by their ends, others by membership."""
+    """An id in both splits, or ``None``: ranges compared by their ends, others by membership of
+    the smaller split's ids (all of them up to :data:`_MAX_ID_CHECKS`, else that many, spread)."""
     if isinstance(a, range) and isinstance(b, range) and a.step == b.step == 1:
         lo, hi = max(a.start, b.start), min(a.stop, b.stop)
         return lo if lo < hi else None
     small, other = (a, in_a) if len(a) <= len(b) else (b, in_b)
-    for i in range(min(len(small), 1_000_000)):
+    for i in range(0, len(small), max(1, len(small) // _MAX_ID_CHECKS)):
         if small[i] in other:
             return small[i]
     return None
+
+
+_MAX_ID_CHECKS = 5000
+"""Ids of a split (not a range) that are looked up in another split to find a shared id."""

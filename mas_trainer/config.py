@@ -243,7 +243,11 @@ class RunConfig:
     name: str = ""
     """Run folder name (default: preset name + UTC time)."""
     resume: str = ""
-    """A run folder to continue (its config is used; overrides here still apply)."""
+    """A run folder to continue from its newest complete checkpoint (its config is used;
+    overrides here take effect, or are refused with the reason when the checkpoint fixes them)."""
+    fresh: bool = False
+    """With ``--run.resume``: when the folder holds no complete checkpoint, start the run over
+    there (its old logs move to ``restarted-<time>/``) instead of refusing."""
     seed: int = 0
     """Seed of model init, task draws, sampling and tie breaks."""
     save_every: int = 50

@@ -585,3 +585,30 @@ def _lr_lambda(schedule: str, warmup_steps: int, total_steps: int | None, min_ra
         return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
     return f
+
+
+def with_hyperparameters(
+    state: dict[str, Any], *, lr: float, weight_decay: float
+) -> dict[str, Any]:
+    """A :meth:`Learner.state_dict` whose optimiser runs at peak rate ``lr`` and ``weight_decay``.
+
+    Loading a saved optimiser and schedule restores their rate and decay, so a resumed run would
+    keep the old ones whatever its config says; this sets the config's (the schedule's position
+    is kept: the current rate is ``lr`` times the schedule's factor now). Pure: ``state`` is not
+    changed.
+    """
+    state = {**state, "optimizer": copy.deepcopy(state["optimizer"])}
+    sched = dict(state["scheduler"])
+    old_base = list(sched.get("base_lrs") or [])
+    groups = state["optimizer"]["param_groups"]
+    for i, group in enumerate(groups):
+        base = old_base[i] if i < len(old_base) else group.get("initial_lr", group["lr"])
+        factor = group["lr"] / base if base else 1.0
+        group["lr"] = lr * factor
+        group["initial_lr"] = lr
+        group["weight_decay"] = weight_decay
+    sched["base_lrs"] = [lr] * len(groups)
+    if "_last_lr" in sched:
+        sched["_last_lr"] = [g["lr"] for g in groups]
+    state["scheduler"] = sched
+    return state

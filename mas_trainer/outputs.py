@@ -11,8 +11,21 @@ Layout of ``runs/<name>/``::
     checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>.pt + trainer_state.json
     checkpoints/latest   name of the newest complete checkpoint
 
-Checkpoints are written to a temporary folder and renamed into place, and ``latest`` is replaced
-atomically, so a crash mid-save leaves the previous checkpoint intact and ``latest`` pointing at it.
+A checkpoint is either fully there or not there, whenever the process is killed:
+
+* it is written into ``checkpoints/.tmp-step-N-<pid>/``, ends with a ``COMPLETE`` marker, and every
+  file and folder of it is fsynced before it is renamed to ``step-N`` (and the rename fsynced);
+* re-saving a step moves the old ``step-N`` to ``.old-step-N-<pid>`` first; ``latest`` (the newest
+  complete checkpoint's name) is replaced atomically (a fsynced temporary file, then a rename);
+* old checkpoints are deleted by renaming them to ``.del-...`` first, so no ``step-N`` is ever half
+  deleted;
+* :meth:`RunDir.recover` (run when a run folder is opened) puts back a ``.old-step-N`` whose new
+  copy never arrived, sweeps the temporary and ``.del`` folders of dead processes, and points
+  ``latest`` at the newest complete checkpoint when it points at nothing.
+
+Resuming (:func:`resume_point`) also rewinds the logs to what they held when the checkpoint was
+saved (:meth:`RunDir.log_sizes`, kept in the checkpoint's trainer state): ``metrics.jsonl``,
+``transcripts.jsonl`` and the TensorBoard events read as if the run had never stopped.
 """
 
 from __future__ import annotations
@@ -27,10 +40,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["RunDir", "read_metrics"]
+__all__ = ["ResumeError", "RunDir", "read_metrics", "resume_point"]
 
 KEEP_CHECKPOINTS = 2
 """Complete checkpoints kept on disk (older ones are deleted after a successful save)."""
+COMPLETE = "COMPLETE"
+"""The marker a checkpoint folder gets last, before it is renamed into place."""
+_EVENTS = "events.out.tfevents*"
+
+
+class ResumeError(ValueError):
+    """``--run.resume`` names a folder that cannot be resumed; the message says what is there."""
 
 
 def _json_default(value: Any) -> Any:
@@ -89,13 +109,19 @@ class RunDir:
         self.path = Path(path)
         self.path.mkdir(parents=True, exist_ok=True)
         (self.path / "checkpoints").mkdir(exist_ok=True)
+        self.recover(self.path)
         self.metrics_path = self.path / "metrics.jsonl"
         self._metrics = self.metrics_path.open("a")
         self._tb = None
+        self._tb_file: Path | None = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
 
+            before = set(self.path.glob(_EVENTS))
             self._tb = SummaryWriter(log_dir=str(self.path))
+            self._tb.flush()
+            new = sorted(set(self.path.glob(_EVENTS)) - before)
+            self._tb_file = new[-1] if new else None
         self._wandb = None
         if wandb_config is not None:
             try:
@@ -145,8 +171,45 @@ class RunDir:
 
     # ------------------------------------------------------------------ checkpoints
 
+    def log_sizes(self) -> dict[str, Any]:
+        """What the logs hold now (flushed): bytes of ``metrics.jsonl`` and ``transcripts.jsonl``,
+        the TensorBoard event files and the size of this run's own. A checkpoint keeps it, so a
+        resume can :meth:`rewind` the logs to it."""
+        self._metrics.flush()
+        if self._tb is not None:
+            self._tb.flush()
+        sizes: dict[str, Any] = {}
+        for name in ("metrics.jsonl", "transcripts.jsonl"):
+            f = self.path / name
+            sizes[name] = f.stat().st_size if f.exists() else 0
+        sizes["events"] = sorted(f.name for f in self.path.glob(_EVENTS))
+        if self._tb_file is not None and self._tb_file.exists():
+            sizes["events_file"] = [self._tb_file.name, self._tb_file.stat().st_size]
+        return sizes
+
+    @staticmethod
+    def rewind(path: str | Path, sizes: Mapping[str, Any]) -> None:
+        """Cut the logs of the run folder ``path`` back to ``sizes`` (:meth:`log_sizes`): what was
+        logged after the checkpoint goes, so a resumed run logs those steps once."""
+        path = Path(path)
+        for name in ("metrics.jsonl", "transcripts.jsonl"):
+            f = path / name
+            if f.exists() and f.stat().st_size > int(sizes.get(name, 0)):
+                os.truncate(f, int(sizes.get(name, 0)))
+        if "events" not in sizes:
+            return
+        kept = set(sizes["events"])
+        for f in path.glob(_EVENTS):  # files of sessions that started after the checkpoint
+            if f.name not in kept:
+                f.unlink()
+        if sizes.get("events_file"):
+            name, size = sizes["events_file"]
+            own = path / str(name)
+            if own.exists() and own.stat().st_size > int(size):
+                os.truncate(own, int(size))  # flushed at the save: a record boundary
+
     def save_checkpoint(self, step: int, write: Callable[[Path], None]) -> Path:
-        """Save a checkpoint atomically.
+        """Save a checkpoint atomically: after a kill at any instant it is fully there or not.
 
         Args:
             step: The training step; the checkpoint is ``checkpoints/step-<step>``.
@@ -163,18 +226,21 @@ class RunDir:
         tmp.mkdir()
         with _no_hub_progress_bars():
             write(tmp)
+        (tmp / COMPLETE).write_text(f"{final.name}\n")
+        _fsync_tree(tmp)
         if final.exists():  # re-saving the same step (e.g. Ctrl-C right after a save)
             old = root / f".old-{final.name}-{os.getpid()}"
-            os.replace(final, old)
+            os.replace(final, old)  # a kill here: recover() puts the old one back
             os.replace(tmp, final)
-            shutil.rmtree(old)
+            _fsync_dir(root)
+            _remove(old)
         else:
             os.replace(tmp, final)
-        latest_tmp = root / ".latest.tmp"
-        latest_tmp.write_text(final.name + "\n")
-        os.replace(latest_tmp, root / "latest")
+            _fsync_dir(root)
+        _point_latest(root, final.name)
         for old in sorted(root.glob("step-*"))[:-KEEP_CHECKPOINTS]:
-            shutil.rmtree(old, ignore_errors=True)
+            if old != final:
+                _remove(old)
         return final
 
     def latest_checkpoint(self) -> Path | None:
@@ -183,7 +249,40 @@ class RunDir:
         if not latest.is_file():
             return None
         folder = self.path / "checkpoints" / latest.read_text().strip()
-        return folder if folder.is_dir() else None
+        return folder if _complete(folder) else None
+
+    @staticmethod
+    def recover(path: str | Path) -> None:
+        """Repair what a kill mid-save left in ``path/checkpoints`` (see the module docstring).
+
+        A ``.old-step-N`` whose ``step-N`` is missing goes back in place; temporary, ``.old`` and
+        ``.del`` folders of processes that are gone are deleted; ``latest`` is pointed at the
+        newest complete checkpoint when it points at none.
+        """
+        root = Path(path) / "checkpoints"
+        if not root.is_dir():
+            return
+        for old in sorted(root.glob(".old-step-*")):
+            name, owner = old.name[len(".old-") :].rsplit("-", 1)
+            if _alive_other(owner):
+                continue
+            if not (root / name).exists() and _complete(old):
+                os.replace(old, root / name)
+                _fsync_dir(root)
+            else:
+                _remove(old)
+        for leftover in [*root.glob(".tmp-step-*"), *root.glob(".del-*")]:
+            if not _alive_other(leftover.name.rsplit("-", 1)[-1]):
+                shutil.rmtree(leftover, ignore_errors=True)
+        (root / ".latest.tmp").unlink(missing_ok=True)
+        latest = root / "latest"
+        pointed = root / latest.read_text().strip() if latest.is_file() else None
+        if pointed is None or not _complete(pointed):
+            complete = [d for d in sorted(root.glob("step-*")) if _complete(d)]
+            if complete:
+                _point_latest(root, complete[-1].name)
+            else:
+                latest.unlink(missing_ok=True)
 
     def close(self) -> None:
         """Flush and close the writers."""
@@ -192,3 +291,128 @@ class RunDir:
             self._tb.close()
         if self._wandb is not None:
             self._wandb.finish()
+
+
+# ---------------------------------------------------------------------------- files, safely
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fsync_tree(root: Path) -> None:
+    """Flush every file under ``root`` to disk, then every folder (deepest first)."""
+    dirs = [root]
+    for top, subdirs, files in os.walk(root):
+        dirs += [Path(top) / d for d in subdirs]
+        for name in files:
+            fd = os.open(Path(top) / name, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    for folder in reversed(dirs):
+        _fsync_dir(folder)
+
+
+def _point_latest(root: Path, name: str) -> None:
+    tmp = root / ".latest.tmp"
+    with open(tmp, "w") as f:
+        f.write(name + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, root / "latest")
+    _fsync_dir(root)
+
+
+def _remove(folder: Path) -> None:
+    """Delete a checkpoint folder without ever leaving half of it under its name."""
+    gone = folder.with_name(f".del-{folder.name.lstrip('.')}-{os.getpid()}")
+    os.replace(folder, gone)
+    _fsync_dir(folder.parent)
+    shutil.rmtree(gone, ignore_errors=True)
+
+
+def _complete(folder: Path) -> bool:
+    """A checkpoint folder that was fully written (its marker; before markers: its state)."""
+    return folder.is_dir() and (
+        (folder / COMPLETE).is_file() or (folder / "trainer_state.json").is_file()
+    )
+
+
+def _alive_other(pid: str) -> bool:
+    """Whether ``pid`` (from a leftover's name) is another process that is still running."""
+    return pid.isdigit() and int(pid) != os.getpid() and os.path.exists(f"/proc/{pid}")
+
+
+def _describe(path: Path) -> str:
+    """What a run folder holds, for an error message: logs, checkpoints, leftovers."""
+    parts = []
+    if not path.exists():
+        return f"{path} does not exist"
+    if (path / "config.json").is_file():
+        parts.append("config.json")
+    if (path / "metrics.jsonl").is_file():
+        records = read_metrics(path / "metrics.jsonl")
+        last = records[-1] if records else {}
+        where = f", the last {last.get('phase')} step {last.get('step')}" if records else ""
+        parts.append(f"metrics.jsonl ({len(records)} records{where})")
+    root = path / "checkpoints"
+    names = sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+    steps = [n for n in names if n.startswith("step-")]
+    if not steps:
+        parts.append("no checkpoint")
+    else:
+        parts.append(f"checkpoint folders {steps}, none complete")
+    tmps = [n for n in names if n.startswith((".tmp-step-", ".old-step-"))]
+    if tmps:
+        parts.append(f"leftovers of a save that was interrupted: {tmps}")
+    if "latest" in names:
+        parts.append(f"checkpoints/latest -> {(root / 'latest').read_text().strip()!r}")
+    return ", ".join(parts)
+
+
+def resume_point(path: str | Path, *, fresh: bool = False) -> Path | None:
+    """The complete checkpoint to resume the run folder ``path`` from, after :meth:`RunDir.recover`.
+
+    Args:
+        path: The run folder (``--run.resume``).
+        fresh: When there is no complete checkpoint, start the run over in ``path`` instead of
+            refusing: its old logs and checkpoints move to ``path/restarted-<UTC time>/``.
+
+    Returns:
+        The checkpoint folder, or ``None`` (``fresh`` and nothing to resume: a new run there).
+
+    Raises:
+        ResumeError: No complete checkpoint (and not ``fresh``); the message says what is there.
+    """
+    path = Path(path)
+    RunDir.recover(path)
+    latest = path / "checkpoints" / "latest"
+    if latest.is_file():
+        folder = path / "checkpoints" / latest.read_text().strip()
+        if _complete(folder):
+            return folder
+    if not fresh:
+        raise ResumeError(
+            f"--run.resume {str(path)!r}: no complete checkpoint to resume from; found: "
+            f"{_describe(path)}. The run stopped before its first checkpoint (run.save_every "
+            "sets how often it saves). Add --run.fresh true to start it over in this folder "
+            "(the old logs move to a restarted-<time>/ folder there), or give another "
+            "--run.name for a new run."
+        )
+    if path.exists():
+        aside = path / f"restarted-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+        aside.mkdir()
+        for item in path.iterdir():
+            if (
+                item != aside
+                and item.name not in ("config.json",)
+                and not item.name.startswith("restarted-")
+            ):
+                os.replace(item, aside / item.name)
+    return None

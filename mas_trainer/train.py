@@ -21,23 +21,32 @@ Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO)
 
 Phases: 0 setup; 1 held-out eval at step 0; 2 warm start + eval; 3 RL steps (3.1 rollout, 3.2
 advantages, 3.3 update, 3.4 sync, 3.5 log/eval/save); 4 final eval, checkpoint, plots, summary.
-Ctrl-C during RL saves a checkpoint and returns; ``--run.resume RUN_DIR`` continues the same run.
+Ctrl-C during RL saves a checkpoint and returns (an update in progress finishes first; a rollout
+in progress is dropped, so the checkpoint is the state after the last whole step);
+``--run.resume RUN_DIR`` continues the same run from its newest complete checkpoint: the logs are
+cut back to that checkpoint (no step is logged twice), overrides take effect (``optim.lr`` and
+``optim.weight_decay`` are set in the restored optimiser) or are refused with the reason, and a
+folder without a complete checkpoint is refused (``--run.fresh true`` starts it over).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from mas_trainer import at_grpo
-from mas_trainer.config import TrainConfig, config_to_dict
+from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
 from mas_trainer.eval.play import evaluate_engines
-from mas_trainer.outputs import RunDir
+from mas_trainer.learner import with_hyperparameters
+from mas_trainer.outputs import RunDir, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     build_policies,
@@ -70,6 +79,22 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         torch.set_num_threads(cfg.run.threads)
     name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
+    ckpt = resume_point(path, fresh=cfg.run.fresh) if cfg.run.resume else None
+    state: dict[str, Any] = {
+        "step": 0,
+        "policy_of": {},
+        "warmstart_done": False,
+        "summary": {},
+        "elapsed_s": 0.0,
+    }
+    if ckpt is not None:
+        state = json.loads((ckpt / "trainer_state.json").read_text())
+        changes = _resume_changes(json.loads((path / "config.json").read_text()), cfg, state)
+        if "logs" in state:  # what was logged after the checkpoint goes (it is logged again)
+            RunDir.rewind(path, state["logs"])
+        if cfg.run.progress:
+            listed = "; ".join(changes) if changes else "no overrides"
+            print(f"[resume] {path} from {ckpt.name} (step {state['step']}): {listed}")
     run = RunDir(path, wandb_config=config_to_dict(cfg) if cfg.run.wandb else None)
     run.write_json("config.json", config_to_dict(cfg))
     env_kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
@@ -79,16 +104,8 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     roles = list(probe.possible_agents)
     policy_of = role_policies(cfg, roles)
     names = sorted(set(policy_of.values()))
-    ckpt = run.latest_checkpoint() if cfg.run.resume else None
-    state: dict[str, Any] = {
-        "step": 0,
-        "policy_of": policy_of,
-        "warmstart_done": False,
-        "summary": {},
-        "elapsed_s": 0.0,
-    }
-    if ckpt is not None:
-        state = json.loads((ckpt / "trainer_state.json").read_text())
+    if ckpt is None:
+        state["policy_of"] = policy_of
     rollout_cls: Callable[..., TreeRollout] = TreeRollout
     if cfg.run.backend == "ray":  # engines, learners, env workers as Ray actors
         from mas_trainer.distributed.build import build_ray_policies
@@ -145,14 +162,16 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
         return {f"eval/{k}": v for k, v in metrics.items()}
 
-    def snapshot(step: int) -> dict[str, Any]:
+    def snapshot(step: int, rngs: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
             **state,
             "step": step,
             "rng": rng.bit_generator.state,
             "rollout_rng": rollout.rng.bit_generator.state,
+            **(rngs or {}),
             "summary": summary,
             "elapsed_s": state["elapsed_s"] + time.perf_counter() - t_start,
+            "logs": run.log_sizes(),  # a resume cuts the logs back to these
         }
 
     # ---------------------------------------------------------------- 1. held-out eval at step 0
@@ -232,15 +251,21 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             cfg, pol, tokenizer, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
         )
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
-            pol.learner.load_state_dict(
-                torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
-            )
+            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
+            # The saved optimiser would restore its own rate and decay: the config's win.
+            lr, wd = cfg.optim.lr, cfg.optim.weight_decay
+            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
     step = int(state["step"])
     t_rl = time.perf_counter()
     bar = tqdm(total=cfg.optim.steps, initial=step, desc="AT-GRPO", disable=not show)
     interrupted = False
+    at_step_start: dict[str, Any] = {}  # the generators before this step's rollout
     try:
         while step < cfg.optim.steps:
+            at_step_start = {
+                "rng": rng.bit_generator.state,
+                "rollout_rng": rollout.rng.bit_generator.state,
+            }
             t0 = time.perf_counter()
             # 3.1 rollout: K candidates per (root, turn, agent), continue from the best
             picks = rng.integers(len(train_ids), size=cfg.rollout.tasks_per_step)
@@ -251,30 +276,32 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 result.samples, eps=cfg.algo.adv_eps, drop_zero_var=cfg.algo.drop_zero_var
             )
             metrics.update(algo_metrics)
-            # 3.3 update: each policy learns from its own samples
-            t1 = time.perf_counter()
-            for pol in policies.values():
-                mine = [s for s in batch if s.policy == pol.name]
-                if not mine:
-                    continue
-                out = pol.learner.update(mine)
-                suffix = "" if len(policies) == 1 else f"/{pol.name}"
-                metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
-            metrics["perf/update_s"] = time.perf_counter() - t1
-            # 3.4 sync: engines that hold their own weights get the learner's (no-op when shared)
-            sync_engines(policies)
-            step += 1
-            metrics["perf/step_s"] = time.perf_counter() - t0
-            # 3.5 log / eval / save
-            if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
-                m = evaluate(step, f"step-{step}")
-                metrics.update(m)
-                if show:  # above the bar, which stays in place
-                    bar.write(
-                        f"[step {step}] held-out success: {m['eval/success']:.3f} "
-                        f"(95% CI {m['eval/success_ci_low']:.3f}-{m['eval/success_ci_high']:.3f})"
-                    )
-            run.log(step, metrics)
+            with _ctrl_c_after_the_step():  # a half-applied update is no state to save
+                # 3.3 update: each policy learns from its own samples
+                t1 = time.perf_counter()
+                for pol in policies.values():
+                    mine = [s for s in batch if s.policy == pol.name]
+                    if not mine:
+                        continue
+                    out = pol.learner.update(mine)
+                    suffix = "" if len(policies) == 1 else f"/{pol.name}"
+                    metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
+                metrics["perf/update_s"] = time.perf_counter() - t1
+                # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
+                sync_engines(policies)
+                step += 1
+                at_step_start = {}
+                metrics["perf/step_s"] = time.perf_counter() - t0
+                # 3.5 log / eval / save
+                if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
+                    m = evaluate(step, f"step-{step}")
+                    metrics.update(m)
+                    if show:  # above the bar, which stays in place
+                        ci = f"{m['eval/success_ci_low']:.3f}-{m['eval/success_ci_high']:.3f}"
+                        bar.write(
+                            f"[step {step}] held-out success: {m['eval/success']:.3f} (95% CI {ci})"
+                        )
+                run.log(step, metrics)
             bar.update(1)
             bar.set_postfix(
                 reward=f"{np.mean([s.reward for s in result.samples]):.2f}",
@@ -297,10 +324,78 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     summary["steps"] = step
     summary["interrupted"] = interrupted
     summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start
-    ckpt_path = save_checkpoint(run, step, policies, tokenizer, snapshot(step))
+    # Interrupted in a rollout: its draws are dropped with it, so a resume redoes that step
+    # exactly as an uninterrupted run would have.
+    ckpt_path = save_checkpoint(run, step, policies, tokenizer, snapshot(step, at_step_start))
     summary["checkpoint"] = str(ckpt_path)
     summary["run_dir"] = str(path)
     run.write_json("summary.json", summary)
     plot_run(path)
     run.close()
     return summary
+
+
+# ---------------------------------------------------------------------------- resume, Ctrl-C
+
+_FIXED_ON_RESUME = {
+    "model.name": "the policies' weights come from the checkpoint",
+    "algo.policy_map": "the checkpoint holds this run's policies",
+    "algo.lora_r": "the checkpoint holds this run's adapters",
+    "algo.lora_alpha": "the checkpoint holds this run's adapters",
+    "run.seed": "the run's generators continue from the checkpoint's state",
+}
+_IGNORED_ON_RESUME = {"run.resume", "run.fresh", "run.name", "run.out_dir"}
+"""The run folder is the one given to ``--run.resume``, whatever these say."""
+
+
+def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: dict[str, Any]) -> list[str]:
+    """The settings a resume changes, each as ``"optim.lr 1e-06 -> 5e-05 (...)"``.
+
+    Raises:
+        ConfigError: A setting that cannot change on resume (its value comes from the
+            checkpoint), or a warm-start setting of a run whose warm start is done.
+    """
+    new = config_to_dict(cfg)
+    changed = [
+        (f"{section}.{key}", value, new[section][key])
+        for section, fields in saved.items()
+        if isinstance(fields, dict) and isinstance(new.get(section), dict)
+        for key, value in fields.items()
+        if key in new[section] and new[section][key] != value
+    ]
+    refused, notes = [], []
+    for key, old, value in changed:
+        if key in _IGNORED_ON_RESUME:
+            continue
+        why = _FIXED_ON_RESUME.get(key)
+        if why is None and key.startswith("optim.warmstart_") and state.get("warmstart_done"):
+            why = "this run's warm start is done (it only shapes a warm start)"
+        if why:
+            refused.append(f"{key} {old!r} -> {value!r}: {why}")
+        else:
+            how = (
+                "set in the restored optimiser" if key in ("optim.lr", "optim.weight_decay") else ""
+            )
+            notes.append(f"{key} {old!r} -> {value!r}" + (f" ({how})" if how else ""))
+    if refused:
+        raise ConfigError(
+            "these settings cannot change when resuming (start a new run with --run.name to "
+            "change them): " + "; ".join(refused)
+        )
+    return notes
+
+
+@contextlib.contextmanager
+def _ctrl_c_after_the_step() -> Iterator[None]:
+    """Hold a Ctrl-C that comes inside the block until the block is done (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed: list[bool] = []
+    previous = signal.signal(signal.SIGINT, lambda *_: pressed.append(True))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt

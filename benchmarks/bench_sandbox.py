@@ -1,16 +1,20 @@
-"""What the sandbox costs: latency and throughput against a bare ``subprocess`` run.
+"""What the sandbox costs: the warm pool and cold runs against a bare ``subprocess`` run.
 
-Runs the same trivial program (``print(sum(range(1000)))``) four ways, side by side in one run:
+Runs the same trivial program (``print(sum(range(1000)))``) these ways, side by side in one run:
 
 * ``bare``: ``subprocess.run([sys.executable, "-c", code], capture_output=True)`` (no isolation);
 * ``bare -S``: the same with ``-s -S``: the interpreter start-up the sandbox has (no ``site``,
   which in a big venv costs more than the sandbox itself);
-* ``sandbox``: ``run_python(code)`` with the isolation this machine has (``isolation()``);
-* ``rlimits-only``: ``run_python(code)`` with ``MAS_SANDBOX_ISOLATION=rlimits-only``.
+* ``pool``: ``run_python(code)`` through the warm pool (the default; ``MAS_SANDBOX_POOL``);
+* ``cold``: ``run_python(code)`` with ``MAS_SANDBOX_POOL=off``: bubblewrap and an interpreter
+  per program, the isolation this machine has (``isolation()``);
+* ``rlimits-only``: ``run_python(code)`` with ``MAS_SANDBOX_ISOLATION=rlimits-only`` (cold).
 
-and prints the median latency of each and its ratios to ``bare`` and ``bare -S``, then runs per
-second with a pool of ``--workers`` (default 2, one per core of the dev machines) for ``bare``,
-``bare -S`` and ``sandbox`` (``run_many``), and their ratios. Medians of ``--repeats`` rounds.
+and prints the median latency of each and its ratios to ``cold``, ``bare`` and ``bare -S``; then
+runs per second with ``--workers`` at a time (default 2, one per core of the dev machines; the
+pool then has that many workers) for ``bare``, ``bare -S``, the pool's and cold ``run_many``, and
+their ratios. Latency rounds and throughput rounds are interleaved, so load from other users of
+the machine hits every variant alike; medians of ``--repeats`` rounds.
 
     python benchmarks/bench_sandbox.py [--runs 40] [--repeats 3] [--workers 2]
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import os
 import statistics
 import subprocess
@@ -26,7 +31,7 @@ import sys
 import time
 import warnings
 
-from mas_envs.sandbox import Job, Verdict, isolation, run_many, run_python
+from mas_envs.sandbox import Job, Verdict, isolation, pool, run_many, run_python
 
 CODE = "print(sum(range(1000)))"
 EXPECTED = "499500\n"
@@ -53,8 +58,8 @@ def _latency(fn, runs: int) -> float:
 
 def _throughput_bare(runs: int, workers: int, flags: tuple[str, ...] = ()) -> float:
     t = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
-        list(pool.map(lambda _: _bare(flags), range(runs)))
+    with concurrent.futures.ThreadPoolExecutor(workers) as threads:
+        list(threads.map(lambda _: _bare(flags), range(runs)))
     return runs / (time.perf_counter() - t)
 
 
@@ -66,67 +71,91 @@ def _throughput_sandbox(runs: int, workers: int) -> float:
     return rate
 
 
-def _with_mode(value: str | None, fn):
-    old = os.environ.get("MAS_SANDBOX_ISOLATION")
-    if value is None:
-        os.environ.pop("MAS_SANDBOX_ISOLATION", None)
-    else:
-        os.environ["MAS_SANDBOX_ISOLATION"] = value
+@contextlib.contextmanager
+def _env(**values: str | None):
+    old = {k: os.environ.get(k) for k in values}
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return fn()
+            yield
     finally:
-        if old is None:
-            os.environ.pop("MAS_SANDBOX_ISOLATION", None)
-        else:
-            os.environ["MAS_SANDBOX_ISOLATION"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _print_table(title: str, unit: str, values: dict[str, float], scale: float, refs: list[str]):
+    print(f"{title:<40}{unit:>10}" + "".join(f"{'x ' + r:>12}" for r in refs))
+    for name, v in values.items():
+        ratios = "".join(f"{v / values[r]:>12.2f}" for r in refs)
+        print(f"{name:<40}{v * scale:>10.1f}{ratios}")
+    print()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=40, help="programs per round")
     ap.add_argument("--repeats", type=int, default=3, help="rounds; medians are printed")
-    ap.add_argument("--workers", type=int, default=2, help="pool size for the throughput test")
+    ap.add_argument("--workers", type=int, default=2, help="runs at a time; the pool's size")
     args = ap.parse_args()
 
+    pool_env = {pool.ENV_VAR: str(args.workers)}
+    cold_env = {pool.ENV_VAR: "off"}
     mode = isolation()  # probe once, outside the timings
-    _with_mode("rlimits-only", isolation)
+    with _env(**pool_env):
+        _sandboxed()  # start the pool outside the timings
+    with _env(MAS_SANDBOX_ISOLATION="rlimits-only", **cold_env):
+        isolation()
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"isolation: {mode}   python: {sys.version.split()[0]}   cpus: {os.cpu_count()}")
     print(f"load average before: {load} (other jobs on the machine skew every variant alike)")
     print(f"program: {CODE!r}; {args.runs} runs x {args.repeats} rounds, medians\n")
 
-    lat: dict[str, list[float]] = {"bare": [], "bare -S": [], "sandbox": [], "rlimits-only": []}
-    tput: dict[str, list[float]] = {"bare": [], "bare -S": [], "sandbox": []}
+    names = ["bare", "bare -S", "pool", "cold", "rlimits-only"]
+    lat: dict[str, list[float]] = {name: [] for name in names}
+    tput: dict[str, list[float]] = {name: [] for name in names[:4]}
     for _ in range(args.repeats):
-        # Interleaved, so that load from other users of the machine hits every variant alike.
         lat["bare"].append(_latency(_bare, args.runs))
         lat["bare -S"].append(_latency(lambda: _bare(("-s", "-S")), args.runs))
-        lat["sandbox"].append(_latency(_sandboxed, args.runs))
-        lat["rlimits-only"].append(
-            _with_mode("rlimits-only", lambda: _latency(_sandboxed, args.runs))
-        )
+        with _env(**pool_env):
+            lat["pool"].append(_latency(_sandboxed, args.runs))
+        with _env(**cold_env):
+            lat["cold"].append(_latency(_sandboxed, args.runs))
+        with _env(MAS_SANDBOX_ISOLATION="rlimits-only", **cold_env):
+            lat["rlimits-only"].append(_latency(_sandboxed, args.runs))
         tput["bare"].append(_throughput_bare(args.runs, args.workers))
         tput["bare -S"].append(_throughput_bare(args.runs, args.workers, ("-s", "-S")))
-        tput["sandbox"].append(_throughput_sandbox(args.runs, args.workers))
+        with _env(**pool_env):
+            tput["pool"].append(_throughput_sandbox(args.runs, args.workers))
+        with _env(**cold_env):
+            tput["cold"].append(_throughput_sandbox(args.runs, args.workers))
 
-    base = statistics.median(lat["bare"])
-    base_s = statistics.median(lat["bare -S"])
-    print(f"{'latency of one run':<38}{'median ms':>10}{'x bare':>9}{'x bare -S':>11}")
-    for name, values in lat.items():
-        label = f"sandbox ({mode})" if name == "sandbox" else name
-        m = statistics.median(values)
-        print(f"{label:<38}{m * 1e3:>10.1f}{m / base:>9.2f}{m / base_s:>11.2f}")
-    print()
-    rate = {name: statistics.median(values) for name, values in tput.items()}
-    print(f"{f'runs/s, pool of {args.workers}':<38}{'median':>10}{'x bare':>9}{'x bare -S':>11}")
-    for name, r in rate.items():
-        label = "sandbox run_many" if name == "sandbox" else f"{name} subprocess"
-        print(f"{label:<38}{r:>10.1f}{r / rate['bare']:>9.2f}{r / rate['bare -S']:>11.2f}")
-    extra = statistics.median(lat["sandbox"]) - base_s
+    labels = {
+        "bare": "bare subprocess.run",
+        "bare -S": "bare subprocess.run -s -S",
+        "pool": f"run_python, warm pool of {args.workers}",
+        "cold": "run_python, cold (pool off)",
+        "rlimits-only": "run_python, rlimits-only (cold)",
+    }
+    latency = {labels[k]: statistics.median(v) for k, v in lat.items()}
+    refs = [labels["cold"], labels["bare"], labels["bare -S"]]
+    _print_table("latency of one run", "median ms", latency, 1e3, refs)
+    rate = {labels[k]: statistics.median(v) for k, v in tput.items()}
+    rate = {k.replace("run_python", "run_many"): v for k, v in rate.items()}
+    refs = [k.replace("run_python", "run_many") for k in refs]
+    _print_table(f"runs/s, {args.workers} at a time", "median", rate, 1.0, refs)
+    pool_ms, cold_ms = lat["pool"], lat["cold"]
     print(
-        f"\nsandbox latency over the same interpreter start-up (bare -S): {extra * 1e3:.1f} ms/run"
+        f"pool vs cold: {statistics.median(cold_ms) / statistics.median(pool_ms):.1f}x the speed "
+        f"of one run, {statistics.median(tput['pool']) / statistics.median(tput['cold']):.1f}x "
+        f"the throughput; load average after: " + ", ".join(f"{x:.1f}" for x in os.getloadavg())
     )
 
 

@@ -28,6 +28,7 @@ from mas_envs.sandbox import (
     cgroup,
     isolation,
     modes,
+    pool,
     run_many,
     run_python,
     runner,
@@ -61,6 +62,7 @@ def _survivors(marker: str) -> list[int]:
 
 
 def _own_cgroups() -> list[str]:
+    """This process's run cgroups (the warm pool's own, long-lived ones are not runs')."""
     left = []
     for controller in cgroup.CONTROLLERS:
         try:
@@ -69,14 +71,22 @@ def _own_cgroups() -> list[str]:
         except OSError:
             continue
         own = f"{cgroup.PREFIX}{os.getpid()}-"
-        left += [os.path.join(parent, n) for n in names if n.startswith(own)]
+        left += [os.path.join(parent, n) for n in names if n.startswith(own) and "-pool" not in n]
     return left
 
 
+@pytest.fixture(autouse=True, params=["pool", "cold"])
+def runs(request, monkeypatch):
+    """Every test twice: programs through the warm pool (the default), and cold."""
+    monkeypatch.setenv(pool.ENV_VAR, "2" if request.param == "pool" else "off")
+    return request.param
+
+
 @pytest.fixture(autouse=True)
-def _leaves_nothing_behind():
+def _leaves_nothing_behind(runs):
     yield
     assert _own_cgroups() == [], "a run's cgroup was not removed"
+    assert pool._off is None, f"the warm pool switched itself off: {pool._off}"
 
 
 @pytest.fixture

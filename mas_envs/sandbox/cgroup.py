@@ -88,10 +88,12 @@ class RunCgroup:
     Args:
         max_pids: Most tasks (processes and threads) the run may have at once.
         memory_bytes: Memory (RAM + swap) the whole run may use.
+        name: The cgroup's name (default ``mas-sandbox-<pid>-<n>``); it must start with
+            ``mas-sandbox-<pid>-`` so that a later process can sweep it once this one is gone.
     """
 
-    def __init__(self, max_pids: int, memory_bytes: int) -> None:
-        name = f"{PREFIX}{os.getpid()}-{next(_counter)}"
+    def __init__(self, max_pids: int, memory_bytes: int, name: str | None = None) -> None:
+        name = name or f"{PREFIX}{os.getpid()}-{next(_counter)}"
         self.dirs = [os.path.join(_parent_dir(c), name) for c in CONTROLLERS]
         self._procs = [os.path.join(d, "cgroup.procs") for d in self.dirs]
         made: list[str] = []

@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mas_envs.sandbox import cgroup, modes, seccomp, uids
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
@@ -95,7 +95,7 @@ def run_python(
     """
     job = Job(code=code, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb, files=files)
     _check(job)
-    return _execute(_mode(), job)
+    return _run(_mode(), job)
 
 
 def run_many(jobs: Sequence[Job], *, max_workers: int | None = None) -> list[ExecResult]:
@@ -123,9 +123,9 @@ def run_many(jobs: Sequence[Job], *, max_workers: int | None = None) -> list[Exe
     mode = _mode()  # detect (and warn) once, before the threads start
     workers = min(max_workers, len(jobs))
     if workers == 1:
-        return [_execute(mode, job) for job in jobs]
-    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="sandbox") as pool:
-        return list(pool.map(lambda job: _execute(mode, job), jobs))
+        return [_run(mode, job) for job in jobs]
+    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="sandbox") as threads:
+        return list(threads.map(lambda job: _run(mode, job), jobs))
 
 
 def isolation() -> str:
@@ -186,15 +186,20 @@ def _interpreter_files() -> list[str]:
     return [modes.interpreter(), *modes.interpreter_roots()]
 
 
-def _probe(mode: modes.Mode) -> str | None:
-    """``None`` when ``mode`` runs a program as it should, else what went wrong."""
+def _probe(
+    mode: modes.Mode, run: Callable[[modes.Mode, Job], ExecResult] | None = None
+) -> str | None:
+    """``None`` when ``mode`` runs a program as it should, else what went wrong.
+
+    ``run(mode, job)`` runs the test program (default: a cold run; the pool passes its own).
+    """
     code = (
         "import os, threading\n"
         "t = threading.Thread(target=print, args=('thread',))\nt.start()\nt.join()\n"
         "nets = open('/proc/net/dev').read().splitlines()[2:]\n"  # this network namespace's
         "print('probe', os.getuid(), len(nets))\n"
     )
-    res = _execute(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
+    res = (run or _execute)(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
     words = res.stdout.split()[1:]
     if res.verdict != Verdict.ok or len(words) != 3 or words[0] != "probe":
         return f"bubblewrap failed a test run ({res.verdict.value}): {res.stderr.strip()[-800:]}"
@@ -227,6 +232,17 @@ def _warn_fallback(mode: modes.Mode, why: str) -> None:
 
 
 # ---------------------------------------------------------------- one run
+
+
+def _run(mode: modes.Mode, job: Job) -> ExecResult:
+    """Run ``job`` in the warm pool (:mod:`.pool`) when it serves ``mode``, else cold."""
+    from mas_envs.sandbox import pool  # the pool uses this module's pieces
+
+    if pool.wanted(mode):
+        res = pool.run(mode, job)
+        if res is not None:
+            return res
+    return _execute(mode, job)
 
 
 def _check(job: Job) -> None:
@@ -432,11 +448,7 @@ def _spawn_and_wait(
                 filter_fd = _memfd("mas-sandbox-seccomp", seccomp.x86_64_filter())
                 child_fds.append(filter_fd)
             cmd = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds, filter_fd)
-            argv, options = modes.split_options(cmd)
-            if options:
-                args_fd = _memfd("mas-sandbox-args", options)
-                child_fds.append(args_fd)
-                argv = [str(args_fd) if a == "{fd}" else a for a in argv]
+            argv = _with_args_fd(cmd, child_fds)
             env = {"PATH": "/usr/bin:/bin"}
         else:
             argv = modes.python_command(spec_fd)
@@ -468,7 +480,14 @@ def _spawn_and_wait(
             deadline = start + job.timeout_s + STARTUP_GRACE_S
             if not _fill_cgroup(proc, group, hold[0], hold[1], deadline):
                 _kill_all(proc, group)  # never released: reported as a failed start
-        out, err, stopped, started = _collect(proc, group, status_r, job.timeout_s, start)
+        out, err, stopped, started = _collect(
+            proc,
+            status_r,
+            job.timeout_s,
+            start,
+            exited=lambda: _reap(proc, block=False) is not None,
+            kill=lambda: _kill_all(proc, group),
+        )
         oom = group.oom_kills() if group else 0
     finally:
         for fd in parent_fds:
@@ -478,6 +497,16 @@ def _spawn_and_wait(
         if group:
             group.remove()
     return _result(mode, job, proc.returncode, started, stopped, oom, cpu_s, out, err, start)
+
+
+def _with_args_fd(cmd: list[str], child_fds: list[int]) -> list[str]:
+    """``cmd`` as ``bwrap --args FD -- ...`` (:func:`modes.split_options`); FD joins ``child_fds``."""
+    argv, options = modes.split_options(cmd)
+    if not options:
+        return argv
+    args_fd = _memfd("mas-sandbox-args", options)
+    child_fds.append(args_fd)
+    return [str(args_fd) if a == "{fd}" else a for a in argv]
 
 
 def _fill_cgroup(
@@ -515,16 +544,22 @@ def _fill_cgroup(
 
 def _collect(
     proc: subprocess.Popen[bytes],
-    group: cgroup.RunCgroup | None,
     status_fd: int,
     timeout_s: float,
     start: float,
+    *,
+    exited: Callable[[], bool],
+    kill: Callable[[], None],
+    exit_fd: int | None = None,
 ) -> tuple[_Stream, _Stream, str | None, bool]:
     """Read both pipes until they close; stop the run at the deadline or the output limit.
 
     The wall-clock limit counts from the launcher's ``S`` (the program starts), so a loaded
     machine's slow sandbox set-up never eats the program's time; the set-up itself gets
-    ``STARTUP_GRACE_S`` on top. Returns stdout, stderr, why we stopped the run (``"timeout"``,
+    ``STARTUP_GRACE_S`` on top. Of ``proc`` only ``stdout`` and ``stderr`` are read (the warm
+    pool's runs are not our children): ``exited()`` says whether the run's main process has
+    exited, ``kill()`` stops the whole run, and ``exit_fd`` (when given) becomes readable when
+    ``exited()`` may have news. Returns stdout, stderr, why we stopped the run (``"timeout"``,
     ``"startup"``, ``"output"`` or ``None``) and whether the program started.
     """
     assert proc.stdout is not None and proc.stderr is not None
@@ -538,21 +573,26 @@ def _collect(
     with selectors.DefaultSelector() as sel:
         for fd in (*streams, status_fd):
             sel.register(fd, selectors.EVENT_READ)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if stopped is None and now >= deadline:
                 stopped = "timeout" if started else "startup"
-                _kill_all(proc, group)
-            if exited_at is None and _reap(proc, block=False) is not None:
+                kill()
+            if exited_at is None and exited():
                 # The main process is gone: nothing of the run may outlive it.
                 exited_at = now
-                _kill_all(proc, group)
+                kill()
             # Done when the program has exited and its pipes are drained (a program may close
             # stdout early and go on). An escaped writer (rlimits-only) may hold them open: 1 s.
             if exited_at is not None and (not streams or now - exited_at > 1.0):
                 break
             wait = min(deadline - now, 0.05) if stopped is None else 0.05
             for key, _ in sel.select(max(0.001, wait)):
+                if key.fd == exit_fd:
+                    sel.unregister(exit_fd)  # exited() reads the news
+                    continue
                 data = os.read(key.fd, 1 << 16)
                 if key.fd == status_fd:
                     if data[:1] == b"S" and not started:
@@ -569,7 +609,7 @@ def _collect(
                 stream.add(data)
                 if stream.over and stopped is None:
                     stopped = "output"
-                    _kill_all(proc, group)
+                    kill()
     if not started:
         started = _read_status(status_fd)
     proc.stdout.close()

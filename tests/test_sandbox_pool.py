@@ -161,6 +161,15 @@ PARITY = [
     ("import json\nprint(json.VALUE)", "", {"json.py": "VALUE = 'shadowed'\n"}),
     ("while True:\n    pass", "", None, 1.0),
     ("x = bytearray(600 << 20)", "", None, 5.0, 128),
+    (  # the cgroup's OOM killer stops children of the program: memory_limit
+        "import os\nkids = []\nfor _ in range(4):\n    pid = os.fork()\n    if pid == 0:\n"
+        "        chunks = [bytearray(8 << 20) for _ in range(24)]\n        os._exit(0)\n"
+        "    kids.append(pid)\nraise SystemExit(any(os.waitpid(p, 0)[1] for p in kids))",
+        "",
+        None,
+        20.0,
+        256,
+    ),
     ("import sys\nsys.stdout.write('x' * (9 << 20))", "", None, 10.0),
     (
         "import sys\nsys.setrecursionlimit(10**6)\ndef f(n):\n    return list(map(f, [n]))\nf(0)",

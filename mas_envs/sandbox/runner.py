@@ -500,7 +500,7 @@ def _spawn_and_wait(
 
 
 def _with_args_fd(cmd: list[str], child_fds: list[int]) -> list[str]:
-    """``cmd`` as ``bwrap --args FD -- ...`` (:func:`modes.split_options`); FD joins ``child_fds``."""
+    """``cmd`` as ``bwrap --args FD -- ...`` (see ``modes.split_options``), FD in ``child_fds``."""
     argv, options = modes.split_options(cmd)
     if not options:
         return argv

@@ -99,7 +99,8 @@ def main() -> None:
     t = time.perf_counter()
     train(cfg)
     total = time.perf_counter() - t
-    rows = [json.loads(line) for line in open(os.path.join(out, "bench", "metrics.jsonl"))]
+    with open(os.path.join(out, "bench", "metrics.jsonl")) as f:
+        rows = [json.loads(line) for line in f]
     steps = {r["step"]: r for r in rows if "perf/step_s" in r}
     print(f"{args.preset} on {args.env}: {len(steps)} RL steps; isolation {sandbox.isolation()}")
     print(f"load average before {load0[0]:.1f}, after {os.getloadavg()[0]:.1f}; run {total:.0f} s")

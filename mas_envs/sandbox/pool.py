@@ -135,10 +135,14 @@ def _get(mode: modes.Mode) -> _Pool | None:
             return None
         pool = _pool
         if pool is not None and (pool.pid, pool.mode, pool.size) == (os.getpid(), mode, want):
-            return pool if not pool.broken else None
+            if not pool.broken:
+                return pool
+            _switch_off(pool.broken)  # it broke while in use: say so, once, and go cold
         _pool = None
         if pool is not None and pool.pid == os.getpid():
             pool.close()
+        if _off is not None:
+            return None
         try:
             pool = _Pool(mode, want)
         except OSError as exc:
@@ -191,8 +195,9 @@ class _Slot:
     """One run's ``pids`` + ``memory`` cgroup, reused run after run (never two at once)."""
 
     def __init__(self, name: str) -> None:
+        # + 1: the run's init (the program's own processes get MAX_PROCESSES, as in a cold run)
         self.group = cgroup.RunCgroup(runner.MAX_PROCESSES + 1, DEFAULT_MEMORY, name=name)
-        self.memory = DEFAULT_MEMORY  # + 1: the run's init
+        self.memory = DEFAULT_MEMORY
 
     def set_memory(self, nbytes: int) -> None:
         if nbytes == self.memory:
@@ -564,13 +569,8 @@ class _Pool:
         elif kind in (b"R", b"E"):  # its init was reaped / could not be forked
             child = worker.children.pop(seq, None)
             if child is not None:
-                if child.state in ("starting", "ready"):
-                    self._drop(
-                        child,
-                        "the zygote could not fork"
-                        if kind == b"E"
-                        else "a ready run's init exited",
-                    )
+                why = "the zygote could not fork" if kind == b"E" else "a ready run's init exited"
+                self._drop(child, why)  # (a run a caller has taken is left to the caller)
                 self._reaped(child)
                 self._replenish(worker)
 
@@ -645,23 +645,27 @@ class _Pool:
             why = msg[1:].decode("utf-8", "replace") if kind == b"E" else "its init exited"
             self._drop(child, f"preparing a run failed: {why}")
 
-    def _drop(self, child: _Child, why: str) -> None:
-        """A run that failed while being prepared: forget it (its init is killed)."""
-        if child.state == "dropped":
-            return
+    def _drop(self, child: _Child, why: str, failed: bool = True) -> None:
+        """A run that failed before a caller took it: forget it (its init is killed).
+
+        A run a caller has taken is the caller's: it sees the failure itself. ``failed``: count
+        it towards switching the pool off (not when its worker died: that counts once).
+        """
+        with self.cond:
+            if child.state in ("dropped", "running"):
+                return
+            if child.state == "ready":
+                self.ready.remove(child)
+            child.state = "dropped"
         log.warning("mas_envs.sandbox: %s", why)
         with contextlib.suppress(KeyError, ValueError):
             self.sel.unregister(child.chan)
-        with self.cond:
-            if child.state == "ready":
-                with contextlib.suppress(ValueError):
-                    self.ready.remove(child)
-            child.state = "dropped"
         child.kill()
         child.close()
-        self.failures += 1
-        if self.failures >= MAX_FAILURES:
-            self._break(why)
+        if failed:
+            self.failures += 1
+            if self.failures >= MAX_FAILURES:
+                self._break(why)
 
     def _worker_died(self, worker: _Worker, why: str) -> None:
         if not worker.alive:
@@ -676,8 +680,7 @@ class _Pool:
         worker.ctl.close()
         _stop(worker)
         for child in list(worker.children.values()):
-            if child.state != "running":
-                self._drop(child, "its worker is gone")
+            self._drop(child, "its worker is gone", failed=False)
             self._reaped(child)
         worker.children.clear()
         self.workers.remove(worker)

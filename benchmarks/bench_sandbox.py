@@ -91,11 +91,14 @@ def _env(**values: str | None):
                 os.environ[k] = v
 
 
-def _print_table(title: str, unit: str, values: dict[str, float], scale: float, refs: list[str]):
-    print(f"{title:<40}{unit:>10}" + "".join(f"{'x ' + r:>12}" for r in refs))
+REFS = {"cold": "x cold", "bare": "x bare", "bare -S": "x bare -S"}
+
+
+def _print_table(title: str, unit: str, values: dict[str, float], labels: dict[str, str], scale):
+    print(f"{title:<40}{unit:>10}" + "".join(f"{r:>11}" for r in REFS.values()))
     for name, v in values.items():
-        ratios = "".join(f"{v / values[r]:>12.2f}" for r in refs)
-        print(f"{name:<40}{v * scale:>10.1f}{ratios}")
+        ratios = "".join(f"{v / values[r]:>11.2f}" for r in REFS)
+        print(f"{labels[name]:<40}{v * scale:>10.1f}{ratios}")
     print()
 
 
@@ -144,13 +147,11 @@ def main() -> None:
         "cold": "run_python, cold (pool off)",
         "rlimits-only": "run_python, rlimits-only (cold)",
     }
-    latency = {labels[k]: statistics.median(v) for k, v in lat.items()}
-    refs = [labels["cold"], labels["bare"], labels["bare -S"]]
-    _print_table("latency of one run", "median ms", latency, 1e3, refs)
-    rate = {labels[k]: statistics.median(v) for k, v in tput.items()}
-    rate = {k.replace("run_python", "run_many"): v for k, v in rate.items()}
-    refs = [k.replace("run_python", "run_many") for k in refs]
-    _print_table(f"runs/s, {args.workers} at a time", "median", rate, 1.0, refs)
+    latency = {k: statistics.median(v) for k, v in lat.items()}
+    _print_table("latency of one run", "median ms", latency, labels, 1e3)
+    rate = {k: statistics.median(v) for k, v in tput.items()}
+    many = {k: v.replace("run_python", "run_many") for k, v in labels.items()}
+    _print_table(f"runs/s, {args.workers} at a time", "median", rate, many, 1.0)
     pool_ms, cold_ms = lat["pool"], lat["cold"]
     print(
         f"pool vs cold: {statistics.median(cold_ms) / statistics.median(pool_ms):.1f}x the speed "

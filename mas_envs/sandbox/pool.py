@@ -16,9 +16,10 @@ A job then goes straight from this process to that waiting process (the zygote n
 the program's process closes every other descriptor, installs the seccomp filter, restores the
 interpreter to a fresh start's state and runs the cold launcher's own set-up and run (a fresh
 uid, ``files=``, rlimits, the program). Output, limits, the wall-clock deadline and the verdict are
-:mod:`mas_envs.sandbox.runner`'s own code. When the program's process exits its init reports and
-exits, and the kernel kills whatever is left in the run's pid namespace; on a timeout this
-process kills the init (the same). ``run`` returns once every process of the run is gone.
+:mod:`mas_envs.sandbox.runner`'s own code. When the program's process exits, this process reads
+its exit status and CPU time from its zombie (the init does not reap it) and kills the init: the
+kernel kills whatever is left in the run's pid namespace (the same on a timeout). ``run`` returns
+once no process of the run is left.
 
 All of this happens on a manager thread, off the callers' paths; a caller only takes a ready
 process and hands it its job. The pool starts on first use, sizes itself to the CPUs this
@@ -231,8 +232,11 @@ class _Child:
     slot: _Slot
     chan: socket.socket
     since: float
-    pidfd: int | None = None
+    pidfd: int | None = None  # the init's
     init_pid: int = 0
+    prog_pid: int = 0  # the program's process (its pid here, outside the run's namespace)
+    prog_pidfd: int | None = None
+    killed: bool = False  # we killed the run
     oom0: int = 0
     state: str = "starting"  # -> "ready" -> "running" (or "dropped")
     reaped: bool = False  # the zygote reaped its init: the slot holds no process of it
@@ -240,6 +244,7 @@ class _Child:
 
     def kill(self) -> None:
         """SIGKILL the init: the kernel kills every process in the run's pid namespace."""
+        self.killed = True
         if self.pidfd is not None:
             with contextlib.suppress(ProcessLookupError, OSError):
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
@@ -263,10 +268,11 @@ class _Child:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.chan.close()
-        if self.pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.pidfd)
-            self.pidfd = None
+        for fd in (self.pidfd, self.prog_pidfd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = self.prog_pidfd = None
 
 
 class _ChildProc:
@@ -278,27 +284,41 @@ class _ChildProc:
         self.stderr = open(err_fd, "rb", buffering=0)  # noqa: SIM115
         self.returncode: int | None = None
         self.cpu_s = 0.0
-        self.lost = False  # the init went away without a report (killed, or its worker died)
+        self.lost = False  # it died of a SIGKILL we did not send (its worker died)
 
     def poll(self) -> int | None:
-        """The exit status as bubblewrap reports it (``128 + n`` for signal n), once known."""
-        if self.returncode is None:
-            try:
-                msg = self.child.chan.recv(256, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                return None
-            except OSError:
-                msg = b""
-            if msg[:1] == b"X":
-                status, self.cpu_s = marshal.loads(msg[1:])
-                if os.WIFSIGNALED(status):
-                    self.returncode = 128 + os.WTERMSIG(status)
-                else:
-                    self.returncode = os.WEXITSTATUS(status)
-            else:
-                self.lost = True
-                self.returncode = -signal.SIGKILL
+        """The exit status as bubblewrap reports it (``128 + n`` for signal n), once known.
+
+        The program's process stays a zombie until we end the run (its init does not reap it),
+        so its ``/proc/<pid>/stat`` holds the kernel's account: the wait status and the CPU
+        time of it and of the children it waited for, as a cold run's ``wait4`` reports them.
+        """
+        if self.returncode is not None:
+            return self.returncode
+        child = self.child
+        assert child.prog_pidfd is not None
+        if not select.select([child.prog_pidfd], [], [], 0)[0]:
+            return None  # still running
+        try:
+            with open(f"/proc/{child.prog_pid}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            status, ticks = int(fields[49]), sum(int(x) for x in fields[11:15])
+            # Not reaped yet (so the file was this process's, not a later one's of that pid).
+            signal.pidfd_send_signal(child.prog_pidfd, 0)
+        except (OSError, ValueError, IndexError):  # reaped: its worker died
+            status, ticks = signal.SIGKILL, 0
+        self.cpu_s = ticks / _CLOCK_TICKS
+        if not os.WIFSIGNALED(status):
+            self.returncode = os.WEXITSTATUS(status)
+        elif os.WTERMSIG(status) == signal.SIGKILL and child.killed:
+            self.returncode = -signal.SIGKILL  # we killed it: as a cold run's killed bubblewrap
+        else:
+            self.returncode = 128 + os.WTERMSIG(status)
+            self.lost = os.WTERMSIG(status) == signal.SIGKILL
         return self.returncode
+
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class _Lost(Exception):
@@ -433,7 +453,7 @@ class _Pool:
                 start,
                 exited=lambda: proc.poll() is not None,
                 kill=child.kill,
-                exit_fd=child.chan.fileno(),
+                exit_fd=child.prog_pidfd,
             )
             oom = child.slot.group.oom_kills() - child.oom0
         finally:
@@ -635,6 +655,12 @@ class _Pool:
                 self._drop(child, f"its init could not be moved into its cgroup: {exc}")
         elif kind == b"P":
             self.sel.unregister(sock)
+            try:
+                child.prog_pid = _sender_pid(ancdata)
+                child.prog_pidfd = os.pidfd_open(child.prog_pid)
+            except OSError as exc:
+                self._drop(child, f"the run's program process is gone: {exc}")
+                return
             child.oom0 = child.slot.group.oom_kills()
             self.failures = 0
             with self.cond:

@@ -14,10 +14,10 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   adds its pid to the message), makes fresh mount, ipc and network namespaces with new private
   tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm`` and ``/code``, a ``/proc`` of its pid namespace and
   the loopback up, waits until the host has moved it into the run's own ``pids`` + ``memory``
-  cgroup (``G``), makes a cgroup namespace rooted there, forks the program's process, reaps every
-  process of the run,
-  and when the program's process exits reports its wait status and CPU time (``X``) and exits:
-  the kernel then kills whatever the run left in its pid namespace.
+  cgroup (``G``), makes a cgroup namespace rooted there, forks the program's process and reaps
+  the run's orphans. It leaves the program's process, once it exits, a zombie: the host reads its
+  exit status and CPU time from ``/proc`` and then kills the init, and the kernel kills whatever
+  the run left in its pid namespace.
 * the **program's process** (pid 2, as in a cold run) says it is ready (``P``) and waits for its
   job (``J`` with five descriptors: spec, stdin, stdout, stderr, status pipe), which comes
   straight from the host: the zygote never sees it. It closes every other descriptor, installs
@@ -251,19 +251,24 @@ def _init(chan_fd: int, spec: dict) -> dict:
 
 
 def _reap(chan, main_pid: int) -> None:
-    """Reap every process of the run until the program's own exits; report it; exit."""
-    status, cpu = 0, 0.0
+    """Reap the run's orphans until the program's own process exits; leave that one a zombie.
+
+    The host reads the zombie's exit status and CPU time (``/proc/<pid>/stat``, what the
+    kernel counted) as soon as it exits, without waiting for us; then it ends the run by
+    killing us (or closing the channel), and the kernel kills what is left in the namespace.
+    """
     while True:
         try:
-            pid, status, usage = os.wait4(-1, 0)
-        except ChildProcessError:  # cannot happen before the main process was reaped
+            info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOWAIT)
+        except ChildProcessError:  # cannot happen before the main process has exited
             break
-        cpu += usage.ru_utime + usage.ru_stime
-        if pid == main_pid:
+        if info is None or info.si_pid == main_pid:
             break
+        with _Quiet():
+            os.waitpid(info.si_pid, 0)
     with _Quiet():
-        chan.send(b"X" + marshal.dumps((status, cpu)))
-    os._exit(0)  # the kernel kills what is left in this pid namespace
+        chan.recv(1)
+    os._exit(0)
 
 
 # ---------------------------------------------------------------------------- the program's process

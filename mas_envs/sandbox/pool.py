@@ -399,8 +399,7 @@ class _Pool:
                 self.cond.wait(left)
             child = self.ready.popleft()
             child.state, child.busy = "running", True
-            self.todo.append(child.worker)
-        self._wake()
+            self.todo.append(child.worker)  # the manager is woken once the job is on its way
         return child
 
     def _run_on(
@@ -444,6 +443,7 @@ class _Pool:
         finally:
             for fd in sent:
                 os.close(fd)
+            self._wake()  # prepare the next run while this one runs
         proc = _ChildProc(child, out_r, err_r)
         try:
             out, err, stopped, started = runner._collect(

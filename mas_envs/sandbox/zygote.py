@@ -18,14 +18,15 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   the run's orphans. It leaves the program's process, once it exits, a zombie: the host reads its
   exit status and CPU time from ``/proc`` and then kills the init, and the kernel kills whatever
   the run left in its pid namespace.
-* the **program's process** (pid 2, as in a cold run) says it is ready (``P``) and waits for its
-  job (``J`` with five descriptors: spec, stdin, stdout, stderr, status pipe), which comes
-  straight from the host: the zygote never sees it. It closes every other descriptor, installs
-  the seccomp filter, puts the interpreter back as a fresh start leaves it (modules imported
-  since, import caches, signal mask and handlers), and then does exactly what a cold run's
-  launcher does (:mod:`mas_envs.sandbox.launcher`'s own ``_setup`` and ``_run``: the program
-  file, the uid switch, ``files=``, rlimits, the ``S`` marker, the program), at the same stack
-  depth, so that a recursion limit is reached at the same depth as in a cold run.
+* the **program's process** (pid 2, as in a cold run; the init closed every descriptor but
+  stdin/stdout/stderr and the channel) installs the seccomp filter, puts the interpreter back as
+  a fresh start leaves it (modules imported since, import caches, signal mask and handlers),
+  says it is ready (``P``) and waits for its job (``J`` with five descriptors: spec, stdin,
+  stdout, stderr, status pipe), which comes straight from the host: the zygote never sees it.
+  Then it does exactly what a cold run's launcher does (:mod:`mas_envs.sandbox.launcher`'s own
+  ``_setup`` and ``_run``: the program file, the uid switch, ``files=``, rlimits, the ``S``
+  marker, the program), at the same stack depth, so that a recursion limit is reached at the same
+  depth as in a cold run, and exits as described at :func:`_shut_down`.
 
 Only this file's code runs before the program: nothing of an earlier program exists in the
 zygote, and every run is a fresh fork of it.

@@ -231,6 +231,7 @@ def test_large_expected_outputs_fit_and_runaway_output_is_stopped():
     assert [r.status for r in res] == ["output_limit", "output_limit"]
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_always_equal_object_and_forged_report_do_not_pass():
     cheat = (
         "class Any:\n    def __eq__(self, other):\n        return True\n"
@@ -252,6 +253,7 @@ def test_always_equal_object_and_forged_report_do_not_pass():
     assert not res[0].passed
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_fork_bomb_in_a_case_is_contained():
     from mas_envs.sandbox import isolation
 
@@ -718,6 +720,7 @@ def test_each_split_from_its_own_file():
 # ---------------------------------------------------------------------------- test isolation
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 @pytest.mark.parametrize("probe", PROBES)
 def test_a_program_sees_no_other_test_input(probe):
     from mas_envs.sandbox import isolation
@@ -741,6 +744,7 @@ def test_a_program_sees_no_other_test_input(probe):
         assert not leaked, f"probe {probe!r}: the run on {case.input.strip()!r} saw {leaked}"
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_a_function_sees_no_other_test_argument():
     # call tests: the arguments reach the child on their own file; scan its whole memory.
     program = (
@@ -805,6 +809,7 @@ def test_a_script_test_keeps_its_expected_value_from_the_program():
     assert ok.passed, ok
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_a_program_that_kills_the_harness_fails_its_cases():
     # The harness is the zygote's parent; killing it ends the sandbox run. Not a sandbox failure
     # (a trainer drops those samples): the remaining cases fail.
@@ -821,6 +826,7 @@ def test_a_program_that_kills_the_harness_fails_its_cases():
     assert "killed" in results[0].error
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_what_a_case_leaves_behind_is_gone_before_the_next():
     # Case 1 leaves a directory tree deeper than any path (and one it may not enter) in every
     # writable place; case 2 must find them empty.
@@ -927,6 +933,7 @@ print(data)
 )
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_a_stalled_child_carries_no_hidden_input_into_the_feedback(tmp_path):
     # Finding 2: a hidden test's child that survived the kill of its process group wrote the
     # hidden input into /tmp after the clean-up, and the zygote's protocol ran one test out of
@@ -936,6 +943,7 @@ def test_a_stalled_child_carries_no_hidden_input_into_the_feedback(tmp_path):
     assert "SECRET" not in seen, seen
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_a_stalled_child_is_killed_and_the_next_tests_run_in_step():
     # Finding 2, the harness itself: the child that left its process group is killed at the
     # time limit, and every later test gets its own result, not another test's.
@@ -962,6 +970,7 @@ print(os.getpid())
 """
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_the_pid_counter_carries_no_hidden_input_into_the_feedback(tmp_path):
     # Finding 3: hidden and visible cases ran one after another in one pid namespace, so the
     # pid a visible case printed counted the forks of the hidden cases before it.
@@ -1010,6 +1019,7 @@ SHADOWED = "def {fn}(*args, **kwargs):\n    return 0\n" + "".join(
 """A null program (its function returns 0) that shadows builtins and HumanEval's helpers."""
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_shadowed_builtins_and_helpers_pass_no_script_test():
     # Finding 1: the checker bound every name the program defined into the assert's globals,
     # so `def abs(*a): return 0` made `assert abs(candidate(x) - y) < 1e-6` true.
@@ -1030,6 +1040,7 @@ def test_shadowed_builtins_and_helpers_pass_no_script_test():
     assert ok[0].passed, ok
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_humaneval_shadowing_earns_nothing_through_the_env():
     # Finding 1 through the env: a null mean_absolute_deviation plus `def abs` got pass rate
     # 1.0 and success on humaneval/4.
@@ -1098,6 +1109,7 @@ def test_the_checker_wire_format_is_exact_and_takes_only_plain_values():
             pack(not_plain)
 
 
+@pytest.mark.usefixtures("sandbox_runs")  # through the warm pool, then cold
 def test_a_forged_reply_to_the_checker_fails_the_script_test():
     # The program finds the pipe its answers go back on and writes its own reply first: a
     # marshalled code object (the old wire format), then a well-formed "ok, the expected value"

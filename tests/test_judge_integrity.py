@@ -26,7 +26,10 @@ from hacks import HACKS, LEAKS, SLOW_HACKS, leak_program, program, secret_proble
 
 import mas_envs
 
-pytestmark = pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning")
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning"),
+    pytest.mark.usefixtures("sandbox_runs"),  # each test through the warm pool, then cold
+]
 
 
 def _fence(code: str) -> str:

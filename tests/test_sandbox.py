@@ -28,7 +28,6 @@ from mas_envs.sandbox import (
     cgroup,
     isolation,
     modes,
-    pool,
     run_many,
     run_python,
     runner,
@@ -75,18 +74,10 @@ def _own_cgroups() -> list[str]:
     return left
 
 
-@pytest.fixture(autouse=True, params=["pool", "cold"])
-def runs(request, monkeypatch):
-    """Every test twice: programs through the warm pool (the default), and cold."""
-    monkeypatch.setenv(pool.ENV_VAR, "2" if request.param == "pool" else "off")
-    return request.param
-
-
 @pytest.fixture(autouse=True)
-def _leaves_nothing_behind(runs):
+def _leaves_nothing_behind(sandbox_runs):  # every test twice: through the warm pool, and cold
     yield
     assert _own_cgroups() == [], "a run's cgroup was not removed"
-    assert pool._off is None, f"the warm pool switched itself off: {pool._off}"
 
 
 @pytest.fixture

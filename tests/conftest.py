@@ -1,0 +1,20 @@
+"""Fixtures shared by several test files."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(params=["pool", "cold"])
+def sandbox_runs(request, monkeypatch):
+    """Run the test twice: programs through the warm sandbox pool (the default), and cold.
+
+    Tests of what the sandbox isolates use it (``pytest.mark.usefixtures("sandbox_runs")``), so
+    that its isolation is proven both ways. Where the pool cannot run (not root, no bubblewrap or
+    cgroups), both runs are cold.
+    """
+    from mas_envs.sandbox import pool
+
+    monkeypatch.setenv(pool.ENV_VAR, "2" if request.param == "pool" else "off")
+    yield request.param
+    assert pool._off is None, f"the warm pool switched itself off: {pool._off}"

@@ -257,6 +257,9 @@ for _ in range(37):
 srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
 c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.close(); a.close()
 abstract = socket.socket(socket.AF_UNIX); abstract.bind("\\0" + MARK); abstract.listen()
+# System V shared memory outlives its creator (refused by seccomp; a fresh ipc namespace anyway).
+import ctypes
+ctypes.CDLL(None).shmget(0x5EC1, 4096, 0o1666)  # IPC_CREAT | 0666
 sys.stdout.write("left\\n")
 """
 
@@ -278,6 +281,7 @@ seen = {
     "tcp": len(open("/proc/net/tcp").read().splitlines()),
     "unix": [l for l in open("/proc/net/unix").read().splitlines() if "@" in l],
     "random": random.random() != random.Random(1234).random(),
+    "sysv": __import__("ctypes").CDLL(None).shmget(0x5EC1, 0, 0),
 }
 print(json.dumps(seen, sort_keys=True))
 """
@@ -300,6 +304,7 @@ def test_a_run_leaves_nothing_for_the_next_run_of_the_same_worker(one_worker):
     seen = json.loads(baseline.stdout)
     assert seen["files"] == [[], [], []] and seen["pid"] == 2 and seen["procs"] == ["1", "2"]
     assert seen["udp"][0] == "0" and seen["tcp"] == 1  # a fresh network namespace
+    assert seen["sysv"] == -1  # no such segment
     assert _zygote_pids(one_worker) == zygotes  # the same worker served every run
     # And a cold run sees the same (its own fresh sandbox).
     assert json.loads(_cold(Job(LOOK)).stdout) == seen

@@ -443,10 +443,9 @@ def test_a_pool_that_cannot_start_warns_and_runs_go_cold(monkeypatch):
 def test_the_switch(monkeypatch):
     monkeypatch.setenv(pool.ENV_VAR, "off")
     assert pool.size() == 0 and not pool.wanted(runner._mode())
-    monkeypatch.setattr(
-        pool, "run", lambda *a: pytest.fail("the pool ran with MAS_SANDBOX_POOL=off")
-    )
+    monkeypatch.setattr(pool, "_get", lambda *a: pytest.fail("a pool with MAS_SANDBOX_POOL=off"))
     assert run_python("print(7)").stdout == "7\n"
+    assert runner.warm_run is pool.run  # and otherwise, run_python asks the pool first
     monkeypatch.setenv(pool.ENV_VAR, "3")
     assert pool.size() == 3
     monkeypatch.setenv(pool.ENV_VAR, "auto")

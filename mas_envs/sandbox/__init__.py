@@ -20,6 +20,7 @@ in a few milliseconds instead of tens; ``MAS_SANDBOX_POOL=off`` runs every progr
 Importing this package is cheap (standard library only); nothing starts until the first run.
 """
 
+from mas_envs.sandbox import pool  # noqa: F401 - puts the warm pool in front of cold runs
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
 from mas_envs.sandbox.runner import (
     MAX_PROCESSES,

@@ -109,7 +109,10 @@ def wanted(mode: modes.Mode) -> bool:
 
 
 def run(mode: modes.Mode, job: Job) -> ExecResult | None:
-    """Run ``job`` in the pool; ``None`` when the pool cannot (the caller then runs it cold)."""
+    """Run ``job`` in the pool; ``None`` when the pool does not serve it (the caller runs it cold:
+    ``MAS_SANDBOX_POOL=off``, an isolation the pool cannot give, or a pool that is off)."""
+    if not wanted(mode):
+        return None
     pool = _get(mode)
     return pool.run(job) if pool is not None else None
 
@@ -187,6 +190,7 @@ def _forget_after_fork() -> None:
 
 os.register_at_fork(after_in_child=_forget_after_fork)
 atexit.register(shutdown)
+runner.warm_run = run  # run_python and run_many come here first
 
 
 # ---------------------------------------------------------------- the pieces

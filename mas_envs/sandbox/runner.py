@@ -234,12 +234,16 @@ def _warn_fallback(mode: modes.Mode, why: str) -> None:
 # ---------------------------------------------------------------- one run
 
 
-def _run(mode: modes.Mode, job: Job) -> ExecResult:
-    """Run ``job`` in the warm pool (:mod:`.pool`) when it serves ``mode``, else cold."""
-    from mas_envs.sandbox import pool  # the pool uses this module's pieces
+warm_run: Callable[[modes.Mode, Job], ExecResult | None] | None = None
+"""Runs a job in the warm pool, or returns ``None`` when the pool does not serve it (then the job
+runs cold). :mod:`mas_envs.sandbox.pool`, which is built on this module's pieces, sets it when
+the package is imported; ``None`` means cold runs only."""
 
-    if pool.wanted(mode):
-        res = pool.run(mode, job)
+
+def _run(mode: modes.Mode, job: Job) -> ExecResult:
+    """Run ``job`` in the warm pool when it serves ``mode``, else cold."""
+    if warm_run is not None:
+        res = warm_run(mode, job)
         if res is not None:
             return res
     return _execute(mode, job)

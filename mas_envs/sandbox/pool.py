@@ -705,6 +705,8 @@ class _Pool:
             "mas_envs.sandbox: pool worker %d is gone (%s); replacing it", worker.index, why
         )
         for fileobj in (worker.ctl, worker.proc.stdout, worker.proc.stderr):
+            if fileobj is None:
+                continue
             with contextlib.suppress(KeyError, ValueError):
                 self.sel.unregister(fileobj)
         worker.ctl.close()
@@ -777,7 +779,7 @@ class _Pool:
                 if child.pidfd is not None:
                     fds.append(child.pidfd)
         with contextlib.suppress(OSError, ValueError):
-            fds.append(self.sel.fileno())  # type: ignore[attr-defined]
+            fds.append(self.sel.fileno())
         for fd in fds:
             with contextlib.suppress(OSError):
                 os.close(fd)

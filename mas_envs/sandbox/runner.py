@@ -31,6 +31,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
+from typing import IO, Protocol
 
 from mas_envs.sandbox import cgroup, modes, seccomp, uids
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
@@ -546,8 +547,18 @@ def _fill_cgroup(
     return True
 
 
+class _Pipes(Protocol):
+    """What :func:`_collect` reads of a run's main process: its two output pipes."""
+
+    @property
+    def stdout(self) -> IO[bytes] | None: ...
+
+    @property
+    def stderr(self) -> IO[bytes] | None: ...
+
+
 def _collect(
-    proc: subprocess.Popen[bytes],
+    proc: _Pipes,
     status_fd: int,
     timeout_s: float,
     start: float,

@@ -11,15 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mas_envs.optional import require
+
 __all__ = ["parquet_columns", "parquet_rows"]
 
 
 def _pyarrow(path: Path) -> Any:
-    try:
-        import pyarrow.parquet as pq
-    except ImportError as e:
-        raise ImportError(f"reading {path} needs pyarrow: pip install 'mas-rl[data]' ({e})") from e
-    return pq
+    return require("pyarrow.parquet", purpose=f"reading {path}")
 
 
 def parquet_rows(

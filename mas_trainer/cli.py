@@ -1,19 +1,16 @@
-"""Command-line entry points: ``mas-train`` and ``mas-eval``.
-
-``mas-train [PRESET] [--config FILE] [--section.field VALUE ...]``; with no arguments it runs the
-embedded default (``plan-path-tiny``: a tiny model on a small Plan-Path, on the CPU).
-``mas-eval --env ID --policy {random,oracle,MODEL,RUN} --episodes N [--output PATH]``;
-``mas-eval --suite NAME --policy P --output FILE`` runs a benchmark suite (``mas_trainer.eval``).
+"""``mas-train [PRESET] [--config FILE] [--section.field VALUE ...]``: the command line of
+:func:`mas_trainer.train.train`; with no arguments it runs the embedded default (``plan-path-tiny``:
+a tiny model on a small Plan-Path, on the CPU). ``mas-eval`` is :mod:`mas_trainer.eval.cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from mas_envs.optional import require
 from mas_trainer.config import (
     PRESETS,
     ConfigError,
@@ -22,8 +19,9 @@ from mas_trainer.config import (
     config_from_dict,
     help_text,
 )
+from mas_trainer.outputs import find_run
 
-__all__ = ["eval_main", "train_main"]
+__all__ = ["train_main"]
 
 _TRAIN_USAGE = """usage: mas-train [PRESET] [--config FILE] [--section.field VALUE ...]
 
@@ -71,10 +69,13 @@ def _resolve(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
         elif a.startswith("--run.resume="):
             resume = a.split("=", 1)[1]
     if resume:
-        saved = Path(resume) / "config.json"
-        if not saved.is_file():
-            raise ConfigError(f"--run.resume {resume!r}: no config.json there; is it a run folder?")
-        base = config_from_dict(json.loads(saved.read_text()))
+        run = find_run(resume)
+        if run is None or run.run_dir != Path(resume):
+            raise ConfigError(
+                f"--run.resume {resume!r}: no config.json and checkpoints/ there; is it a run "
+                "folder?"
+            )
+        base = config_from_dict(run.config)
         return build_config(base=base, config_file=config_file, overrides=args), print_config
     return build_config(preset, config_file=config_file, overrides=args), print_config
 
@@ -100,9 +101,11 @@ def train_main(argv: Sequence[str] | None = None) -> int:
 
         print(json.dumps(config_to_dict(cfg), indent=2))
         return 0
-    from mas_trainer.train import train
-
     try:
+        for module in ("torch", "transformers", "tqdm"):
+            require(module, purpose="mas-train")
+        from mas_trainer.train import train
+
         summary = train(cfg)
     except (FileNotFoundError, ValueError, ImportError) as err:
         print(f"mas-train: error: {err}", file=sys.stderr)
@@ -129,117 +132,3 @@ def _print_summary(summary: dict) -> None:
             f"interrupted at step {summary['steps']}; resume: mas-train --run.resume "
             f"{summary['run_dir']}"
         )
-
-
-def _run_config(path: Path) -> dict | None:
-    """The config.json of a run folder, or of the run that holds a checkpoint folder."""
-    for folder in (path, path.parent.parent):
-        if (folder / "config.json").is_file():
-            return json.loads((folder / "config.json").read_text())
-    return None
-
-
-def eval_main(argv: Sequence[str] | None = None) -> int:
-    """``mas-eval``: greedy held-out evaluation with a 95% Wilson interval on success."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if any(a == "--suite" or a.startswith("--suite=") for a in argv):
-        from mas_trainer.eval.suite import (
-            suite_main,  # benchmark suites -> leaderboard result files
-        )
-
-        return suite_main(argv)
-    parser = argparse.ArgumentParser(
-        prog="mas-eval",
-        description="Evaluate a policy on an env's test split (greedy; the first N tasks).",
-        epilog="Benchmark suites (leaderboard result files): mas-eval --suite games-v0 --policy P "
-        "--output R.json (mas-eval --suite games-v0 --help lists the options).",
-    )
-    parser.add_argument("--env", required=True, help="env id, e.g. mas/PlanPath-v0")
-    parser.add_argument(
-        "--policy",
-        required=True,
-        help="random | oracle | a model path or hub id | tiny:<preset> | a mas-train run folder "
-        "or checkpoint folder",
-    )
-    parser.add_argument("--episodes", type=int, default=100, help="number of test tasks")
-    parser.add_argument("--output", help="write the result as JSON to this path")
-    parser.add_argument("--split", default="test", choices=["train", "validation", "test"])
-    parser.add_argument("--mode", default="mas", choices=["mas", "single"])
-    parser.add_argument("--max-turns", type=int, help="override the env's turn limit")
-    parser.add_argument(
-        "--env-options",
-        default="{}",
-        help='env constructor arguments as JSON, e.g. \'{"rows": 5, "cols": 5}\'',
-    )
-    parser.add_argument(
-        "--role-map",
-        nargs="*",
-        default=[],
-        metavar="ROLE=POLICY_ROLE",
-        help="play ROLE with the policy of POLICY_ROLE (e.g. tool=planner: the swapped-roles "
-        "ablation)",
-    )
-    parser.add_argument(
-        "--max-new-tokens",
-        type=int,
-        help="token limit per turn (default: the run's rollout.max_new_tokens, else 64)",
-    )
-    parser.add_argument(
-        "--no-system-message",
-        action="store_true",
-        help="leave the env's system text out of the prompt (default: as the run was trained)",
-    )
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random policy")
-    args = parser.parse_args(argv)
-    if args.episodes < 1:
-        parser.error("--episodes must be >= 1")
-    from mas_trainer.eval.play import parse_role_map, run_eval
-
-    try:
-        options = json.loads(args.env_options)
-        if not isinstance(options, dict):
-            raise ValueError("--env-options must be a JSON object")
-        # a run folder carries its env and prompt config: use it unless the caller overrides
-        system_message = not args.no_system_message
-        max_new_tokens = args.max_new_tokens or 64
-        run_cfg = _run_config(Path(args.policy))
-        if run_cfg is not None:
-            if args.env_options == "{}":
-                options = run_cfg["env"].get("options", {})
-            if args.max_turns is None:
-                args.max_turns = run_cfg["env"].get("max_turns")
-            system_message = system_message and run_cfg["rollout"].get("system_message", True)
-            max_new_tokens = args.max_new_tokens or run_cfg["rollout"].get("max_new_tokens", 64)
-        result = run_eval(
-            args.env,
-            args.policy,
-            episodes=args.episodes,
-            split=args.split,
-            mode=args.mode,
-            max_turns=args.max_turns,
-            env_options=options,
-            role_map=parse_role_map(args.role_map),
-            max_new_tokens=max_new_tokens,
-            system_message=system_message,
-            device=args.device,
-            dtype=args.dtype,
-            seed=args.seed,
-        )
-    except (KeyError, ValueError, FileNotFoundError, ImportError) as err:
-        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-        print(f"mas-eval: error: {msg}", file=sys.stderr)
-        return 2
-    n = int(result["episodes"])
-    print(
-        f"{args.env} {args.split} ({args.mode}), policy {args.policy}: success "
-        f"{100 * result['success']:.1f}% "
-        f"(95% CI {100 * result['success_ci_low']:.1f}-{100 * result['success_ci_high']:.1f}%, "
-        f"n={n}), mean turns {result['turns_mean']:.2f}"
-    )
-    if args.output:
-        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
-        print(f"wrote {args.output}")
-    return 0

@@ -573,6 +573,12 @@ def _check_samples(samples: Sequence[TrainSample], *, need_logprobs: bool) -> No
             )
 
 
+def cosine_decay(progress: float, min_ratio: float) -> float:
+    """The cosine schedule's multiplier of the peak rate: 1 at ``progress`` 0, ``min_ratio`` at 1,
+    half a cosine in between (the RL learner's ``"cosine"`` and the warm start's schedule)."""
+    return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
 def _lr_lambda(schedule: str, warmup_steps: int, total_steps: int | None, min_ratio: float) -> Any:
     """Multiplier of the peak lr after ``step`` update calls."""
 
@@ -582,7 +588,7 @@ def _lr_lambda(schedule: str, warmup_steps: int, total_steps: int | None, min_ra
         if schedule == "constant" or total_steps is None:
             return 1.0
         progress = min(1.0, (step - warmup_steps) / max(1, total_steps - warmup_steps))
-        return min_ratio + (1.0 - min_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+        return cosine_decay(progress, min_ratio)
 
     return f
 

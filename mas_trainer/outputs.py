@@ -26,6 +26,11 @@ A checkpoint is either fully there or not there, whenever the process is killed:
 Resuming (:func:`resume_point`) also rewinds the logs to what they held when the checkpoint was
 saved (:meth:`RunDir.log_sizes`, kept in the checkpoint's trainer state): ``metrics.jsonl``,
 ``transcripts.jsonl`` and the TensorBoard events read as if the run had never stopped.
+
+:func:`find_run` is the one reader of that layout from outside a run: given a path (a run folder,
+one of its checkpoints, or one policy's folder inside a checkpoint) it returns the run's config and
+the checkpoint meant (``mas-eval``, leaderboards). It runs :meth:`RunDir.recover` first, so a run
+killed mid-save reads as its newest complete checkpoint.
 """
 
 from __future__ import annotations
@@ -37,10 +42,21 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ResumeError", "RunDir", "read_metrics", "resume_point"]
+from mas_envs.optional import require
+
+__all__ = [
+    "ResumeError",
+    "RunDir",
+    "RunRef",
+    "find_run",
+    "latest_checkpoint",
+    "read_metrics",
+    "resume_point",
+]
 
 KEEP_CHECKPOINTS = 2
 """Complete checkpoints kept on disk (older ones are deleted after a successful save)."""
@@ -90,6 +106,81 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     return records
 
 
+def latest_checkpoint(run_dir: str | Path) -> Path | None:
+    """The newest complete checkpoint folder of a run folder, or None.
+
+    That is the one ``checkpoints/latest`` names; when it names none that is complete (a folder
+    left by a kill mid-save that :meth:`RunDir.recover` could not repair, e.g. read-only), the
+    complete ``step-N`` with the highest N.
+    """
+    root = Path(run_dir) / "checkpoints"
+    latest = root / "latest"
+    if latest.is_file():
+        folder = root / latest.read_text().strip()
+        if _complete(folder):
+            return folder
+    steps = [d for d in root.glob("step-*") if d.name[5:].isdigit() and _complete(d)]
+    return max(steps, key=lambda d: int(d.name[5:]), default=None)
+
+
+@dataclass(frozen=True)
+class RunRef:
+    """What a path names inside a ``mas-train`` run (see :func:`find_run`).
+
+    Attributes:
+        run_dir: The run folder.
+        config: Its ``config.json`` (the resolved ``TrainConfig`` as plain data).
+        checkpoint: The checkpoint folder the path names (the latest one for a run folder; None
+            when the run has none yet).
+        policy: The policy whose folder the path is (``checkpoints/step-N/<policy>``), or None
+            when the path is the run or a whole checkpoint.
+    """
+
+    run_dir: Path
+    config: dict[str, Any]
+    checkpoint: Path | None
+    policy: str | None = None
+
+
+def _run_config(folder: Path) -> dict[str, Any] | None:
+    """A run folder's config, or None when ``folder`` is not a run folder (a model folder also
+    has a ``config.json``: a run folder has ``checkpoints/`` and its config an ``env`` section)."""
+    path = folder / "config.json"
+    if not (path.is_file() and (folder / "checkpoints").is_dir()):
+        return None
+    try:
+        config = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        return None
+    return config if isinstance(config, dict) and "env" in config else None
+
+
+def find_run(path: str | Path) -> RunRef | None:
+    """The run behind ``path``: a run folder, one of its checkpoints (``checkpoints/step-N``), or
+    one policy's folder in a checkpoint (``checkpoints/step-N/<policy>``, a Hugging Face folder).
+
+    Returns:
+        None when ``path`` is none of these (a plain model folder, a hub id, ``tiny:<preset>``).
+    """
+    p = Path(path)
+    if not p.is_dir():
+        return None
+    if (config := _run_config(p)) is not None:
+        try:  # what a kill mid-save left (as opening the run does); read-only: read around it
+            RunDir.recover(p)
+        except OSError:
+            pass
+        return RunRef(p, config, latest_checkpoint(p))
+    if (p / "trainer_state.json").is_file():
+        config = _run_config(p.parent.parent)
+        return None if config is None else RunRef(p.parent.parent, config, p)
+    if (p.parent / "trainer_state.json").is_file():
+        run_dir = p.parent.parent.parent
+        config = _run_config(run_dir)
+        return None if config is None else RunRef(run_dir, config, p.parent, p.name)
+    return None
+
+
 class RunDir:
     """Writes one run's outputs.
 
@@ -124,10 +215,7 @@ class RunDir:
             self._tb_file = new[-1] if new else None
         self._wandb = None
         if wandb_config is not None:
-            try:
-                import wandb
-            except ImportError as e:
-                raise ImportError("run.wandb needs wandb: pip install 'mas-rl[wandb]'") from e
+            wandb = require("wandb", purpose="run.wandb")
             self._wandb = wandb.init(
                 config=dict(wandb_config), name=self.path.name, dir=str(self.path)
             )
@@ -245,11 +333,7 @@ class RunDir:
 
     def latest_checkpoint(self) -> Path | None:
         """The newest complete checkpoint folder, or None."""
-        latest = self.path / "checkpoints" / "latest"
-        if not latest.is_file():
-            return None
-        folder = self.path / "checkpoints" / latest.read_text().strip()
-        return folder if _complete(folder) else None
+        return latest_checkpoint(self.path)
 
     @staticmethod
     def recover(path: str | Path) -> None:

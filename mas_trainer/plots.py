@@ -15,34 +15,20 @@ Every figure is titled with the run name and the env, and its step axis has inte
 
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_run", "success_figure", "warmstart_loss_figure", "wilson"]
+from mas_trainer.eval.play import wilson_interval as wilson
 
-_Z95 = 1.959963984540054
-
-
-def wilson(successes: float, n: float, z: float = _Z95) -> tuple[float, float]:
-    """The Wilson score interval of a success rate (default: 95%); ``(0, 1)`` when ``n == 0``."""
-    if n <= 0:
-        return 0.0, 1.0
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+__all__ = ["plot_run", "success_figure", "warmstart_loss_figure"]
 
 
 def _read(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from mas_trainer.outputs import read_metrics
+    from mas_trainer.outputs import find_run, read_metrics
 
-    records = read_metrics(run_dir / "metrics.jsonl")
-    config_path = run_dir / "config.json"
-    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
-    return records, config
+    run = find_run(run_dir)
+    return read_metrics(run_dir / "metrics.jsonl"), run.config if run is not None else {}
 
 
 def _title(run_dir: Path, config: dict[str, Any], what: str, name: str | None = None) -> str:
@@ -69,8 +55,9 @@ def _held_out(
         ):
             if isinstance(r.get(prefix + "success"), (int, float)):
                 p, n = r[prefix + "success"], r.get(prefix + "episodes", 0)
-                low = r.get(prefix + "success_ci_low", r.get(prefix + "ci95_low"))
-                high = r.get(prefix + "success_ci_high", r.get(prefix + "ci95_high"))
+                # ci95_*: since issue 10; success_ci_*: runs made before it
+                low = r.get(prefix + "ci95_low", r.get(prefix + "success_ci_low"))
+                high = r.get(prefix + "ci95_high", r.get(prefix + "success_ci_high"))
                 band = (low, high) if low is not None and high is not None else wilson(p * n, n)
                 points.append((x, p, band))
     points.sort(key=lambda t: t[0])

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from mas_envs.optional import require
 from mas_trainer.config import TrainConfig
 from mas_trainer.engines import Engine
 
@@ -229,10 +230,9 @@ def load_checkpoint_engines(
     names = sorted(set(state["policy_of"].values()))
     engines: dict[str, Any] = {}
     if (folder / "base").is_dir():  # per_role_lora: one base, one adapter per policy
-        from peft import PeftModel
-
+        peft = require("peft", purpose="a per_role_lora checkpoint")
         base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
-        lora: Any = PeftModel.from_pretrained(
+        lora: Any = peft.PeftModel.from_pretrained(
             base, str(folder / "adapters" / names[0]), adapter_name=names[0]
         )
         for name in names[1:]:

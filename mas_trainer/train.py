@@ -44,7 +44,8 @@ import numpy as np
 
 from mas_trainer import at_grpo
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
-from mas_trainer.eval.play import evaluate_engines
+from mas_trainer.engines import SamplingParams
+from mas_trainer.eval.play import evaluate_engines, summary_metrics
 from mas_trainer.learner import with_hyperparameters
 from mas_trainer.outputs import RunDir, resume_point
 from mas_trainer.plots import plot_run
@@ -70,8 +71,6 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     """
     import torch
     from tqdm import tqdm
-
-    from mas_trainer.engines import SamplingParams
 
     # ---------------------------------------------------------------- 0. setup
     t_start = time.perf_counter()
@@ -146,21 +145,20 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         rollout.rng.bit_generator.state = state["rollout_rng"]
     show = cfg.run.progress
 
-    def evaluate(step: int, tag: str) -> dict[str, float]:
-        """Greedy held-out evaluation (``eval/*`` metrics); transcripts of the first episodes."""
-        metrics, episodes = evaluate_engines(
+    def evaluate(step: int, tag: str, prefix: str = "eval") -> dict[str, float]:
+        """Greedy held-out eval (``<prefix>/*`` metrics); transcripts of the first episodes."""
+        summary, episodes = evaluate_engines(
             make_eval_env,
             {n: p.engine for n, p in policies.items()},
             tokenizer,
             policy_of,
             eval_tasks,
             max_new_tokens=cfg.rollout.max_new_tokens,
-            keep_transcripts=cfg.run.log_transcripts > 0,
             system_message=cfg.rollout.system_message,
         )
         if cfg.run.log_transcripts:
             run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
-        return {f"eval/{k}": v for k, v in metrics.items()}
+        return summary_metrics(summary, prefix)
 
     def snapshot(step: int, rngs: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
@@ -228,8 +226,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         bar.close()
         del sft
         sync_engines(policies)
-        m = evaluate(0, "warmstart")
-        m = {k.replace("eval/", "eval_warmstart/"): v for k, v in m.items()}
+        m = evaluate(0, "warmstart", prefix="eval_warmstart")
         run.log(
             0,
             {
@@ -297,7 +294,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                     m = evaluate(step, f"step-{step}")
                     metrics.update(m)
                     if show:  # above the bar, which stays in place
-                        ci = f"{m['eval/success_ci_low']:.3f}-{m['eval/success_ci_high']:.3f}"
+                        ci = f"{m['eval/ci95_low']:.3f}-{m['eval/ci95_high']:.3f}"
                         bar.write(
                             f"[step {step}] held-out success: {m['eval/success']:.3f} (95% CI {ci})"
                         )
@@ -320,7 +317,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         m = evaluate(step, "final")
         run.log(step, m, phase="final")
         summary["success_final"] = m["eval/success"]
-        summary["success_final_ci"] = [m["eval/success_ci_low"], m["eval/success_ci_high"]]
+        summary["success_final_ci"] = [m["eval/ci95_low"], m["eval/ci95_high"]]
     summary["steps"] = step
     summary["interrupted"] = interrupted
     summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start

@@ -16,13 +16,13 @@ a run shows separately what the warm start and what AT-GRPO contributed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from mas_envs.base import TextEnv
+from mas_trainer.learner import cosine_decay
 from mas_trainer.rollout import encode_prompt
 from mas_trainer.samples import TrainSample
 
@@ -82,11 +82,11 @@ def oracle_samples(
 
 def cosine_lr(lr: float, min_lr_ratio: float, step: int, steps: int) -> float:
     """Learning rate of 1-based ``step`` of ``steps``: ``lr`` at step 1, ``lr * min_lr_ratio`` at
-    the last, half a cosine in between."""
+    the last (:func:`mas_trainer.learner.cosine_decay` in between)."""
     if steps <= 1:
         return lr
     progress = (step - 1) / (steps - 1)  # 0 at the first step, 1 at the last
-    return lr * (min_lr_ratio + (1.0 - min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress)))
+    return lr * cosine_decay(progress, min_lr_ratio)
 
 
 def warm_start(

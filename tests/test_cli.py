@@ -8,8 +8,9 @@ import json
 import pytest
 
 import mas_envs
-from mas_trainer.cli import eval_main, train_main
+from mas_trainer.cli import train_main
 from mas_trainer.config import PRESETS, SECTIONS
+from mas_trainer.eval.cli import main as eval_main
 
 
 def test_help_lists_every_field_and_preset(capsys):
@@ -36,7 +37,7 @@ def test_print_config_shows_the_resolved_values(capsys):
         (["--optim.lrr", "1"], "did you mean 'lr'"),
         (["no-such-preset"], "unknown preset"),
         (["--config", "missing.toml"], "does not exist"),
-        (["--run.resume", "/no/such/run"], "no config.json"),
+        (["--run.resume", "/no/such/run"], "is it a run folder"),
     ],
 )
 def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
@@ -81,7 +82,8 @@ def test_eval_oracle_writes_json_with_a_confidence_interval(tmp_path, capsys):
     assert "success 100.0%" in capsys.readouterr().out
     result = json.loads(out.read_text())
     assert result["success"] == 1.0 and result["episodes"] == 20
-    assert 0.8 < result["success_ci_low"] < 1.0 and result["success_ci_high"] == 1.0
+    assert 0.8 < result["ci95"][0] < 1.0 and result["ci95"][1] == 1.0
+    assert result["successes"] == 20 and set(result["return_mean"]) == {"tool", "planner"}
     assert result["split"] == "test" and result["env_id"] == "mas/PlanPath-v0"
     assert '"episodes": 20,' in out.read_text()  # a count, not 20.0
     # every task played, in order: enough to replay the evaluation exactly

@@ -298,7 +298,7 @@ def test_board_folder_must_hold_its_own_env(planpath_random, board_root):
 
 
 def test_mas_eval_suite_writes_a_result_file(tmp_path, capsys):
-    from mas_trainer.cli import eval_main
+    from mas_trainer.eval.cli import main as eval_main
 
     out = tmp_path / "r.json"
     code = eval_main(

@@ -366,3 +366,56 @@ def test_real_vllm_server_tokens_and_chat(tmp_path):
             os.killpg(proc.pid, 9)
         log.close()
         shutil.rmtree(tmp_path / "m", ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------------- mas-eval
+
+
+def _chat_server(server: FakeServer, content: str = "#### U") -> None:
+    def reply(body):
+        if body is None:  # GET /models
+            return 200, {"data": [{"id": "tiny", "root": "/srv/tiny"}]}, 0.0
+        return 200, {"choices": [{"message": {"content": content}}]}, 0.0
+
+    server.default = reply
+
+
+def test_mas_eval_env_form_takes_openai_policies_from_the_openai_environment(
+    server, monkeypatch, tmp_path
+):
+    """``OPENAI_BASE_URL`` and ``OPENAI_API_KEY`` work as with the OpenAI client, in both forms."""
+    from mas_trainer.eval.cli import main as eval_main
+
+    _chat_server(server)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    out = tmp_path / "r.json"
+    argv = ["--env", "mas/PlanPath-v0", "--policy", "openai:tiny", "--episodes", "2"]
+    assert eval_main([*argv, "--output", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["episodes"] == 2 and result["policy_of"] == {
+        "tool": "shared",
+        "planner": "shared",
+    }
+    chats = [r for r in server.requests if r["path"] == "/v1/chat/completions"]
+    assert chats and all(r["headers"]["Authorization"] == "Bearer sk-from-env" for r in chats)
+    # A chat model's token limit: the Plan-Path GPU presets' (no run, no tiny: model).
+    assert {r["body"]["max_tokens"] for r in chats} == {2048}
+    # The suite form reads the same variables.
+    server.requests.clear()
+    suite_out = tmp_path / "s.json"
+    argv = ["--suite", "mas/PlanPath-v0", "--policy", "openai:tiny", "--episodes", "2"]
+    assert eval_main([*argv, "--output", str(suite_out)]) == 0
+    assert json.loads(suite_out.read_text())["model"]["served_by"] == server.url
+
+
+def test_mas_eval_reports_http_errors_without_a_traceback(server, monkeypatch, capsys):
+    from mas_trainer.eval.cli import main as eval_main
+
+    server.default = lambda body: (401, {"error": {"message": "invalid api key"}}, 0.0)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    for form in (["--env", "mas/PlanPath-v0"], ["--suite", "mas/PlanPath-v0", "--output", "x"]):
+        assert eval_main([*form, "--policy", "openai:tiny", "--episodes", "1"]) == 2
+        err = capsys.readouterr().err
+        assert "mas-eval: error:" in err and "HTTP 401" in err and "invalid api key" in err
+        assert "Traceback" not in err

@@ -8,7 +8,8 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
-from mas_trainer.plots import plot_run, success_figure, warmstart_loss_figure, wilson
+from mas_trainer.eval.play import wilson_interval as wilson
+from mas_trainer.plots import plot_run, success_figure, warmstart_loss_figure
 
 
 def _run(tmp_path, evals_every=0):

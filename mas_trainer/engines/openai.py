@@ -19,9 +19,10 @@ Every request has a timeout (seconds, per socket operation), is retried with exp
 (jitter from the engine's own generator) on connection errors, timeouts, HTTP 429 and 5xx and on
 a reply that is not valid JSON, and is never retried on other 4xx (a bad request stays bad: the
 error carries the server's message). A thread pool keeps at most ``concurrency`` requests in flight.
-The API key is read from an environment variable (``api_key_env``, default ``OPENAI_API_KEY``) at
-construction; when it is unset no ``Authorization`` header is sent (local servers need none).
-Only the standard library is used.
+As the OpenAI client does, the server defaults to ``$OPENAI_BASE_URL`` (else OpenAI's own API,
+``https://api.openai.com/v1``) and the API key is read from an environment variable
+(``api_key_env``, default ``OPENAI_API_KEY``) at construction; when the key is unset no
+``Authorization`` header is sent (local servers need none). Only the standard library is used.
 """
 
 from __future__ import annotations
@@ -39,7 +40,10 @@ from typing import Any
 
 from mas_trainer.engines import Completion, SamplingParams
 
-__all__ = ["OpenAIEngine", "OpenAIError"]
+__all__ = ["DEFAULT_BASE_URL", "OpenAIEngine", "OpenAIError"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+"""The server when neither ``base_url`` nor ``$OPENAI_BASE_URL`` names one (the OpenAI client's)."""
 
 
 class OpenAIError(RuntimeError):
@@ -66,7 +70,8 @@ class OpenAIEngine:
     """Generation through an OpenAI-compatible server.
 
     Args:
-        base_url: The API root, e.g. ``http://127.0.0.1:8000/v1``.
+        base_url: The API root, e.g. ``http://127.0.0.1:8000/v1``; None: ``$OPENAI_BASE_URL``,
+            else :data:`DEFAULT_BASE_URL`.
         model: The served model name (``"model"`` in each request).
         api_key_env: Environment variable that holds the API key (unset: no key is sent).
         timeout: Seconds per request (connect and each read).
@@ -80,7 +85,7 @@ class OpenAIEngine:
 
     def __init__(
         self,
-        base_url: str,
+        base_url: str | None,
         model: str,
         *,
         api_key_env: str = "OPENAI_API_KEY",
@@ -92,6 +97,7 @@ class OpenAIEngine:
         stop: Sequence[str] = (),
         seed: int = 0,
     ) -> None:
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
         if timeout <= 0 or concurrency < 1 or max_retries < 0 or backoff < 0:

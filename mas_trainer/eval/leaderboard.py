@@ -36,6 +36,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mas_envs.optional import require
 from mas_trainer.eval.suite import (
     BOARDS,
     RESULT_FORMAT,
@@ -94,13 +95,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 def _schema_problems(result: Mapping[str, Any], root: Path) -> list[str]:
-    try:
-        import jsonschema
-    except ImportError as e:
-        raise ImportError(
-            f"validating result files needs jsonschema ({e}); "
-            "run: pip install 'mas-rl[leaderboard]'"
-        ) from e
+    jsonschema = require("jsonschema", purpose="validating result files")
     schema = json.loads((root / "schema.json").read_text())
     validator = jsonschema.Draft202012Validator(schema)
     out = []
@@ -291,7 +286,8 @@ def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
     Empty means every episode was reproduced exactly (same hashes). Entries served over HTTP
     (``openai`` policies) cannot be verified here: the weights are not ours to check.
     """
-    from mas_trainer.eval.suite import make_actor, play_board
+    from mas_trainer.eval.policies import resolve_policy
+    from mas_trainer.eval.suite import play_board
 
     policy = result["policy"]
     if policy["kind"] == "openai":
@@ -311,7 +307,7 @@ def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
     out = []
     for res in result["results"]:
         board = BOARDS[res["env_id"]]
-        setup = make_actor(policy["spec"], res["roles"], **kwargs)
+        setup = resolve_policy(policy["spec"], res["roles"], **kwargs)
         if result["model"] is not None and setup.model is not None:
             want, got = result["model"]["weights_sha256"], setup.model["weights_sha256"]
             if want != got:

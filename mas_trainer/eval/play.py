@@ -1,36 +1,109 @@
-"""Held-out evaluation: greedy episodes on an env's test split, success with a Wilson interval.
+"""The one play loop of evaluation, and the one summary of its episodes.
 
-Used by the training loop (``eval/*`` metrics) and by ``mas-eval``. Policies:
+:func:`play` plays one episode per task with an :data:`~mas_trainer.eval.policies.Actor`, every
+episode in lockstep: at each step the pending actions of all live episodes go to the actor in one
+batch (so an engine makes one ``generate`` call per policy). It is what the trainer's held-out
+evaluation (:func:`evaluate_engines`, the ``eval/*`` metrics), ``mas-eval --env``
+(:func:`run_eval`) and ``mas-eval --suite`` (:func:`mas_trainer.eval.suite.play_board`) run.
 
-* ``random`` / ``oracle``: the reference policies of :mod:`mas_envs.policies` (floor and ceiling);
-* a model path, hub id or ``tiny:<preset>``: one model plays every role;
-* a run folder or one of its checkpoints: each role is played by the policy that trained it
-  (``shared`` or one per role), unless ``role_map`` remaps them (the paper's swapped-roles ablation:
-  ``{"tool": "planner"}`` lets the planner's policy play the tool's role too).
+:func:`summarize` is the one summary of a list of episodes, with one set of keys: ``episodes``,
+``successes``, ``success``, ``ci95`` (its 95% Wilson interval), ``turns_mean``,
+``format_errors_mean`` and ``return_mean`` per role. Result files store it as each board's
+``aggregate``; the trainer logs it as scalars (:func:`summary_metrics`).
 
-Episodes are the first N task ids of the split, in order, so two evaluations of the same N see
-the same tasks.
+Episodes are the first N task ids of a split, in order, so two evaluations of the same N see the
+same tasks.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from mas_envs.base import TextEnv
-from mas_trainer.rollout import Episode, TreeRollout, env_factory
+from mas_trainer.eval.policies import (
+    REFERENCE_POLICIES,
+    Actor,
+    Item,
+    default_max_new_tokens,
+    engine_actor,
+    greedy,
+    resolve_policy,
+)
+from mas_trainer.rollout import Episode, env_factory, episode_ended
 
 __all__ = [
     "evaluate_engines",
-    "evaluate_reference",
-    "load_checkpoint_policies",
-    "parse_role_map",
+    "play",
     "run_eval",
     "summarize",
+    "summary_metrics",
     "wilson_interval",
 ]
+
+
+def play(
+    make_env: Callable[[], TextEnv],
+    task_ids: Sequence[Any],
+    act: Actor,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[Episode]:
+    """Play one episode per task with ``act``, all episodes in lockstep (batched actions).
+
+    Args:
+        make_env: Builds a fresh env (one per task).
+        task_ids: The tasks (``env.reset(options={"task_id": t})``).
+        act: Answers each batch of pending actions.
+        progress: Called with ``(episodes done, episodes)`` after each batched step.
+
+    Returns:
+        One :class:`~mas_trainer.rollout.Episode` per task, in order, whose ``transcript`` has one
+        ``{"turn", "agent", "prompt", "action", "reward", "parsed", "reason"}`` per step.
+    """
+    envs = []
+    for t in task_ids:
+        env = make_env()
+        env.reset(options={"task_id": t})
+        envs.append(env)
+    episodes = [
+        Episode(f"eval/{n}", t, returns=dict.fromkeys(env.possible_agents, 0.0))
+        for n, (t, env) in enumerate(zip(task_ids, envs, strict=True))
+    ]
+    live = list(range(len(envs)))
+    while live:
+        items: list[Item] = []
+        for i in live:
+            agent = envs[i].agent_selection
+            items.append((i, envs[i], agent, envs[i].observe(agent)))
+        for (i, env, agent, obs), text in zip(items, act(items), strict=True):
+            turn = env.turn
+            env.step(text)
+            reward = float(env.rewards[agent])
+            info = env.infos[agent]
+            ep = episodes[i]
+            ep.returns[agent] += reward
+            parsed = bool(info.get("parsed", True))
+            ep.format_errors += not parsed
+            ep.transcript.append(
+                {
+                    "turn": turn,
+                    "agent": agent,
+                    "prompt": obs["prompt"],
+                    "action": text,
+                    "reward": reward,
+                    "parsed": parsed,
+                    "reason": info.get("reason", ""),
+                }
+            )
+        live = [i for i in live if not episode_ended(envs[i])]
+        if progress:
+            progress(len(envs) - len(live), len(envs))
+    for ep, env in zip(episodes, envs, strict=True):
+        ep.success = bool(env.success)
+        ep.turns = int(env.turn)
+    return episodes
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -47,24 +120,42 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def summarize(episodes: Sequence[Episode], roles: Sequence[str]) -> dict[str, float]:
-    """Success (with its Wilson interval), mean turns, mean return per role, format errors.
+def summarize(episodes: Sequence[Episode], roles: Sequence[str]) -> dict[str, Any]:
+    """The summary of ``episodes`` (recomputable from their logs alone).
 
-    ``episodes`` (the count) is an ``int``; every other value is a ``float``.
+    Returns:
+        ``episodes`` and ``successes`` (ints), ``success`` (the primary metric), ``ci95`` (its
+        95% Wilson interval, ``[low, high]``), ``turns_mean``, ``format_errors_mean`` and
+        ``return_mean`` (``{role: mean return}``).
     """
     n = len(episodes)
-    wins = sum(ep.success for ep in episodes)
+    wins = sum(bool(ep.success) for ep in episodes)
     low, high = wilson_interval(wins, n)
-    out: dict[str, float] = {
+    return {
         "episodes": n,
+        "successes": wins,
         "success": wins / n if n else 0.0,
-        "success_ci_low": low,
-        "success_ci_high": high,
+        "ci95": [low, high],
         "turns_mean": sum(ep.turns for ep in episodes) / n if n else 0.0,
         "format_errors_mean": sum(ep.format_errors for ep in episodes) / n if n else 0.0,
+        "return_mean": {
+            r: sum(ep.returns.get(r, 0.0) for ep in episodes) / n if n else 0.0 for r in roles
+        },
     }
-    for role in roles:
-        out[f"return/{role}"] = sum(ep.returns.get(role, 0.0) for ep in episodes) / max(n, 1)
+
+
+def summary_metrics(summary: Mapping[str, Any], prefix: str) -> dict[str, float]:
+    """A :func:`summarize` result as scalar metrics: ``<prefix>/<key>``, with ``ci95`` as
+    ``<prefix>/ci95_low`` and ``<prefix>/ci95_high`` and ``return_mean`` per role as
+    ``<prefix>/return_mean/<role>``."""
+    out: dict[str, float] = {}
+    for key, value in summary.items():
+        if key == "ci95":
+            out[f"{prefix}/ci95_low"], out[f"{prefix}/ci95_high"] = value
+        elif isinstance(value, Mapping):
+            out.update({f"{prefix}/{key}/{k}": v for k, v in value.items()})
+        else:
+            out[f"{prefix}/{key}"] = value
     return out
 
 
@@ -76,90 +167,18 @@ def evaluate_engines(
     task_ids: Sequence[Any],
     *,
     max_new_tokens: int,
-    keep_transcripts: bool = False,
     system_message: bool = True,
-) -> tuple[dict[str, float], list[Episode]]:
-    """Play one greedy episode per task with the given engines; return metrics and episodes."""
-    from mas_trainer.engines import SamplingParams
-
-    rollout = TreeRollout(
-        make_env,
-        engines,
-        tokenizer,
-        policy_of,
-        k=1,
-        params=SamplingParams(greedy=True, max_tokens=max_new_tokens),
-        keep_transcripts=keep_transcripts,
-        system_message=system_message,
-    )
-    result = rollout.run(list(task_ids), uid_prefix="eval/")
-    roles = make_env().possible_agents
-    return summarize(result.episodes, roles), result.episodes
-
-
-def evaluate_reference(
-    make_env: Callable[[], TextEnv], policy: str, task_ids: Sequence[Any], *, seed: int = 0
-) -> tuple[dict[str, float], list[Episode]]:
-    """Play the ``random`` or ``oracle`` reference policy on each task."""
-    from mas_envs.policies import oracle_policy, play_episode, random_policy
-
-    fn = oracle_policy if policy == "oracle" else random_policy(seed)
-    episodes = []
-    env = make_env()
-    for task_id in task_ids:
-        res = play_episode(env, fn, options={"task_id": task_id})
-        episodes.append(
-            Episode(
-                uid=f"eval/{task_id}",
-                task_id=task_id,
-                success=res.success,
-                turns=res.turns,
-                returns=dict(res.returns),
-                format_errors=res.format_errors,
-            )
-        )
-    return summarize(episodes, env.possible_agents), episodes
-
-
-def parse_role_map(items: Sequence[str]) -> dict[str, str]:
-    """``["tool=planner"]`` -> ``{"tool": "planner"}``: ``tool`` plays with ``planner``'s policy."""
-    out = {}
-    for item in items:
-        role, eq, source = item.partition("=")
-        if not eq or not role or not source:
-            raise ValueError(
-                f"--role-map expects ROLE=POLICY_ROLE, e.g. tool=planner; got {item!r}"
-            )
-        out[role.strip()] = source.strip()
-    return out
-
-
-def _checkpoint_folder(path: Path) -> Path | None:
-    """``path`` itself if it is a checkpoint, the latest checkpoint if it is a run folder."""
-    if (path / "trainer_state.json").is_file():
-        return path
-    latest = path / "checkpoints" / "latest"
-    if latest.is_file():
-        folder = path / "checkpoints" / latest.read_text().strip()
-        if (folder / "trainer_state.json").is_file():
-            return folder
-    return None
-
-
-def load_checkpoint_policies(
-    path: str | Path, *, device: str, dtype: Any, batch_size: int = 64
-) -> tuple[dict[str, Any], Any, dict[str, str]] | None:
-    """Load every policy of a run checkpoint; None when ``path`` is not a run or checkpoint.
+) -> tuple[dict[str, Any], list[Episode]]:
+    """Play one greedy episode per task with the given engines (the trainer's held-out eval).
 
     Returns:
-        ``(engines by policy name, tokenizer, policy_of role -> policy)``.
+        The :func:`summarize` summary and the episodes (with transcripts).
     """
-    from mas_trainer.policy import load_checkpoint_engines
-
-    folder = _checkpoint_folder(Path(path))
-    if folder is None:
-        return None
-    return load_checkpoint_engines(folder, device=device, dtype=dtype, batch_size=batch_size)
+    act = engine_actor(
+        engines, tokenizer, policy_of, greedy(max_new_tokens), system_message=system_message
+    )
+    episodes = play(make_env, task_ids, act)
+    return summarize(episodes, make_env().possible_agents), episodes
 
 
 def run_eval(
@@ -172,38 +191,34 @@ def run_eval(
     max_turns: int | None = None,
     env_options: Mapping[str, Any] | None = None,
     role_map: Mapping[str, str] | None = None,
-    max_new_tokens: int = 64,
+    max_new_tokens: int | None = None,
     system_message: bool = True,
-    device: str = "cpu",
-    dtype: str = "float32",
     seed: int = 0,
+    **policy_options: Any,
 ) -> dict[str, Any]:
-    """Evaluate ``policy`` on the first ``episodes`` tasks of ``env_id``'s ``split``.
+    """Evaluate ``policy`` on the first ``episodes`` tasks of ``env_id``'s ``split``
+    (``mas-eval --env`` as a function).
 
     Args:
-        env_id: A registered env id.
-        policy: ``random``, ``oracle``, a model path / hub id / ``tiny:<preset>``, or a run
-            folder or
-            checkpoint folder written by ``mas-train``.
-        episodes: Number of test tasks (the first N of the split).
+        env_id: A registered env id, or ``package.module:Class``.
+        policy: A policy string (:func:`mas_trainer.eval.policies.resolve_policy`).
+        episodes: Number of tasks (the first N of the split).
         split: Which split to draw task ids from.
         mode: ``mas`` or ``single``.
         max_turns: Override the env's turn limit (None: the env's default).
         env_options: Extra env constructor arguments (difficulty).
         role_map: ``{role: policy_role}``: play ``role`` with the policy that plays ``policy_role``.
-        max_new_tokens: Token limit per agent turn.
-        system_message: Send the env's system text (as the policy was trained; a run folder's
-            config decides this in ``mas-eval``).
-        device: torch device for model policies.
-        dtype: ``float32`` or ``bfloat16``.
-        seed: Seed of the random policy.
+        max_new_tokens: Token limit per agent turn (None:
+            :func:`~mas_trainer.eval.policies.default_max_new_tokens`).
+        system_message: Send the env's system text.
+        seed: Seed of the random policy and of ``tiny:`` models.
+        **policy_options: More :func:`~mas_trainer.eval.policies.resolve_policy` arguments
+            (``device``, ``dtype``, the ``openai:`` settings).
 
     Returns:
         A JSON-able dict: env, policy, split, mode, ``env_options`` and ``max_turns`` as given,
-        ``task_ids`` (every task id played, in order: the first ``episodes`` ids of the split, or
-        all of them when the split is smaller), ``episodes`` (an int, the number played), success
-        and its 95% Wilson interval, mean turns, mean returns per role, and the role -> policy
-        map used.
+        ``task_ids`` (every task id played, in order), ``policy_of``, ``greedy``,
+        ``max_new_tokens`` and ``system_message``, then the :func:`summarize` keys.
     """
     kwargs: dict[str, Any] = {"mode": mode, "split": split, **(env_options or {})}
     if max_turns is not None:
@@ -212,43 +227,19 @@ def run_eval(
     probe = make_env()
     roles = list(probe.possible_agents)
     task_ids = list(probe.task_ids(split)[:episodes])
-    policy_of: dict[str, str] = {}
-    if policy in ("random", "oracle"):
-        if role_map:
-            raise ValueError("--role-map applies to trained policies, not to random/oracle")
-        metrics, _ = evaluate_reference(make_env, policy, task_ids, seed=seed)
-    else:
-        import torch
-
-        from mas_trainer.engines.transformers import TransformersEngine
-        from mas_trainer.models import load_model
-
-        torch_dtype = getattr(torch, dtype)
-        loaded = load_checkpoint_policies(policy, device=device, dtype=torch_dtype)
-        if loaded is None:
-            model, tokenizer = load_model(policy, device=device, dtype=torch_dtype, seed=seed)
-            engines = {"shared": TransformersEngine(model, tokenizer)}
-            policy_of = dict.fromkeys(roles, "shared")
-        else:
-            engines, tokenizer, policy_of = loaded
-        unknown = sorted(set(roles) - set(policy_of))
-        if unknown:
-            raise ValueError(f"the checkpoint has no policy for roles {unknown} of {env_id}")
-        for role, source in (role_map or {}).items():
-            if role not in roles or source not in policy_of:
-                raise ValueError(
-                    f"--role-map {role}={source}: both sides must be roles of {env_id} {roles}"
-                )
-        policy_of = {r: policy_of[(role_map or {}).get(r, r)] for r in roles}
-        metrics, _ = evaluate_engines(
-            make_env,
-            engines,
-            tokenizer,
-            policy_of,
-            task_ids,
-            max_new_tokens=max_new_tokens,
-            system_message=system_message,
-        )
+    if max_new_tokens is None and policy not in REFERENCE_POLICIES:
+        max_new_tokens, _ = default_max_new_tokens(policy, [env_id])
+    setup = resolve_policy(
+        policy,
+        roles,
+        max_new_tokens=max_new_tokens,
+        seed=seed,
+        system_message=system_message,
+        role_map=role_map,
+        hash_weights=False,
+        **policy_options,
+    )
+    played = play(make_env, task_ids, setup.act)
     return {
         "env_id": env_id,
         "policy": policy,
@@ -257,7 +248,9 @@ def run_eval(
         "env_options": dict(env_options or {}),
         "max_turns": max_turns,
         "task_ids": task_ids,
-        "policy_of": policy_of,
+        "policy_of": setup.info["policy_of"],
         "greedy": True,
-        **metrics,
+        "max_new_tokens": max_new_tokens,
+        "system_message": system_message,
+        **summarize(played, roles),
     }

@@ -1,0 +1,274 @@
+"""``mas-eval``: greedy evaluation of a policy on one env (``--env``) or a benchmark suite
+(``--suite``), with one parser, one policy resolver and one play loop behind both forms."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mas_trainer.engines.openai import OpenAIError
+from mas_trainer.eval.suite import SUITES
+
+__all__ = ["main"]
+
+_DESCRIPTION = """Evaluate a policy with greedy decoding on the first N tasks of a test split.
+
+forms:
+  mas-eval --env ID --policy POLICY [--episodes N] [--output R.json]
+      one env: success with its 95% Wilson interval and mean turns (a JSON file with --output)
+  mas-eval --suite NAME --policy POLICY --output R.json
+      a benchmark suite: a leaderboard result file (mas-leaderboard validate checks it)
+
+POLICY is one of:
+  random | oracle             the reference policies (the floor and the ceiling)
+  a model folder or hub id    one model plays every role (save_pretrained folders included)
+  tiny:<preset>               a model built in code, random weights from --seed
+  a mas-train run folder      each role played by the policy that trained it (the latest
+                              checkpoint; or name one: RUN/checkpoints/step-N); one policy's
+                              folder of a checkpoint (RUN/checkpoints/step-N/<policy>) is a model
+  openai:<model>              a model served over an OpenAI-compatible API (see below)"""
+
+_EPILOG = """examples:
+  mas-eval --env mas/PlanPath-v0 --policy runs/my-run --episodes 100 --output eval.json
+  mas-eval --env mas/PlanPath-v0 --policy runs/my-run/checkpoints/step-000020/shared
+  mas-eval --suite games-v0 --policy oracle --name oracle --output oracle.json
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 mas-eval --env mas/Math-v0 --policy openai:my-model"""
+
+_MAX_NEW_TOKENS_HELP = (
+    "token limit per agent turn. Default: a mas-train run's rollout.max_new_tokens when POLICY "
+    "is a run (or one of its checkpoints or policy folders); else the largest of the mas-train "
+    "presets that train this env with this kind of model (tiny: models: the tiny presets; others: "
+    "the GPU presets); else 64 for tiny: models and 2048 for other models. mas-eval prints which."
+)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="mas-eval",
+        usage="mas-eval (--env ID | --suite NAME) --policy POLICY [options]",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    what = p.add_argument_group("what to evaluate")
+    form = what.add_mutually_exclusive_group(required=True)
+    form.add_argument(
+        "--env",
+        metavar="ID",
+        help="one env: a registered id (e.g. mas/PlanPath-v0) or package.module:Class",
+    )
+    form.add_argument(
+        "--suite", metavar="NAME", help=f"a suite {sorted(SUITES)} or one board's env id"
+    )
+    what.add_argument("--policy", required=True, help="see POLICY above")
+    what.add_argument(
+        "--episodes",
+        type=int,
+        help="the first N tasks (--env: default 100; --suite: default the board's N, fewer "
+        "makes a partial result, which leaderboards reject)",
+    )
+    what.add_argument(
+        "--mode",
+        default="mas",
+        choices=["mas", "single"],
+        help="mas: the team; single: one agent does the whole task (the baseline)",
+    )
+    what.add_argument(
+        "--output", help="write the result as JSON (--suite: required; .json or .json.gz)"
+    )
+
+    env = p.add_argument_group("--env only")
+    env.add_argument("--split", choices=["train", "validation", "test"], help="default: test")
+    env.add_argument("--max-turns", type=int, help="override the env's turn limit")
+    env.add_argument(
+        "--env-options",
+        help='env constructor arguments as JSON, e.g. \'{"rows": 5, "cols": 5}\' (default: a '
+        "run's own env options when it trained this env, else none)",
+    )
+    env.add_argument(
+        "--role-map",
+        nargs="*",
+        metavar="ROLE=POLICY_ROLE",
+        help="play ROLE with the policy of POLICY_ROLE (a run with a policy per role; "
+        "tool=planner is the swapped-roles ablation)",
+    )
+
+    suite = p.add_argument_group("--suite only")
+    suite.add_argument("--name", help="display name of the entry (default: the policy)")
+    suite.add_argument(
+        "--prompts",
+        choices=["hash", "full"],
+        help="log prompt hashes (default; validate replays to check them) or full texts",
+    )
+
+    dec = p.add_argument_group("decoding (model policies; always greedy)")
+    dec.add_argument("--max-new-tokens", type=int, help=_MAX_NEW_TOKENS_HELP)
+    dec.add_argument(
+        "--no-system-message",
+        action="store_true",
+        help="leave the env's system text out of the prompt (default: as a run was trained)",
+    )
+    dec.add_argument("--device", default="cpu", help="torch device of local models")
+    dec.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    dec.add_argument("--seed", type=int, default=0, help="seed of the random policy / tiny models")
+
+    oa = p.add_argument_group("openai:<model> policies")
+    oa.add_argument(
+        "--base-url",
+        help="the API root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, else "
+        "https://api.openai.com/v1, as the OpenAI client does)",
+    )
+    oa.add_argument(
+        "--api-key-env",
+        default="OPENAI_API_KEY",
+        help="environment variable that holds the API key (default: OPENAI_API_KEY; unset: no "
+        "key is sent, as local servers need)",
+    )
+    oa.add_argument(
+        "--openai-mode",
+        default="chat",
+        choices=["chat", "tokens"],
+        help="chat: text in/out over /chat/completions; tokens: token ids over /completions "
+        "(vLLM's server), needs --tokenizer",
+    )
+    oa.add_argument("--tokenizer", help="local tokenizer folder for --openai-mode tokens")
+    oa.add_argument("--timeout", type=float, default=120.0, help="per-request timeout (s)")
+    oa.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    return p
+
+
+_ENV_ONLY = ("split", "max_turns", "env_options", "role_map")
+_SUITE_ONLY = ("name", "prompts")
+
+
+def _check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.episodes is not None and args.episodes < 1:
+        p.error("--episodes must be >= 1")
+    wrong = _SUITE_ONLY if args.env else _ENV_ONLY
+    for name in wrong:
+        if getattr(args, name) is not None:
+            flag = "--" + name.replace("_", "-")
+            p.error(f"{flag} applies to {'--suite' if args.env else '--env'} only")
+    if args.suite and not args.output:
+        p.error("--suite needs --output FILE (the result file to write)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``mas-eval``; returns the exit code (0 done, 2 bad arguments or a failed evaluation)."""
+    p = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = p.parse_args(argv)
+    _check(p, args)
+    try:
+        if args.env:
+            _env_form(args)
+        else:
+            _suite_form(args, argv)
+    except (KeyError, ValueError, FileNotFoundError, ImportError, OpenAIError) as err:
+        msg = err.args[0] if isinstance(err, KeyError) and err.args else err
+        end_progress = "\n" if args.suite else ""  # the suite form's progress line
+        print(f"{end_progress}mas-eval: error: {msg}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[str, Any], Any]:
+    """The resolver's options from the command line; a run folder's defaults where it has them."""
+    from mas_trainer.eval.policies import REFERENCE_POLICIES, default_max_new_tokens
+    from mas_trainer.outputs import find_run
+
+    run = find_run(args.policy)
+    system_message = not args.no_system_message
+    if run is not None:  # evaluate as it was trained, unless the command line says otherwise
+        system_message = system_message and run.config["rollout"].get("system_message", True)
+    max_new_tokens = args.max_new_tokens
+    if max_new_tokens is None and args.policy not in REFERENCE_POLICIES:
+        max_new_tokens, source = default_max_new_tokens(args.policy, env_ids)
+        print(
+            f"mas-eval: at most {max_new_tokens} new tokens per turn (from {source}; "
+            "--max-new-tokens overrides)",
+            file=sys.stderr,
+        )
+    options = {
+        "max_new_tokens": max_new_tokens,
+        "system_message": system_message,
+        "seed": args.seed,
+        "device": args.device,
+        "dtype": args.dtype,
+        "base_url": args.base_url,
+        "api_key_env": args.api_key_env,
+        "openai_mode": args.openai_mode,
+        "tokenizer": args.tokenizer,
+        "timeout": args.timeout,
+        "concurrency": args.concurrency,
+    }
+    return options, run
+
+
+def _env_form(args: argparse.Namespace) -> None:
+    from mas_trainer.eval.play import run_eval
+    from mas_trainer.eval.policies import parse_role_map
+
+    options, run = _decoding(args, [args.env])
+    env_options: Any = json.loads(args.env_options) if args.env_options else {}
+    if not isinstance(env_options, dict):
+        raise ValueError("--env-options must be a JSON object")
+    max_turns = args.max_turns
+    if run is not None and run.config["env"]["id"] == args.env:  # the run's own env settings
+        if args.env_options is None:
+            env_options = dict(run.config["env"].get("options", {}))
+        if max_turns is None:
+            max_turns = run.config["env"].get("max_turns")
+    split = args.split or "test"
+    result = run_eval(
+        args.env,
+        args.policy,
+        episodes=args.episodes or 100,
+        split=split,
+        mode=args.mode,
+        max_turns=max_turns,
+        env_options=env_options,
+        role_map=parse_role_map(args.role_map or []),
+        **options,
+    )
+    low, high = result["ci95"]
+    print(
+        f"{args.env} {split} ({args.mode}), policy {args.policy}: success "
+        f"{100 * result['success']:.1f}% (95% CI {100 * low:.1f}-{100 * high:.1f}%, "
+        f"n={result['episodes']}), mean turns {result['turns_mean']:.2f}"
+    )
+    if args.output:
+        Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+        print(f"wrote {args.output}")
+
+
+def _suite_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    from mas_trainer.eval.suite import resolve_suite, run_suite, save_result
+
+    boards = resolve_suite(args.suite)
+    options, _ = _decoding(args, boards)
+    result = run_suite(
+        boards,
+        args.policy,
+        name=args.name,
+        mode=args.mode,
+        episodes=args.episodes,
+        prompts=args.prompts or "hash",
+        command=["mas-eval", *argv],
+        progress=lambda s: print(f"\r{s}", end="", file=sys.stderr, flush=True),
+        **options,
+    )
+    print(file=sys.stderr)
+    for r in result["results"]:
+        a = r["aggregate"]
+        print(
+            f"{r['env_id']}: success {100 * a['success']:.1f}% "
+            f"(95% CI {100 * a['ci95'][0]:.1f}-{100 * a['ci95'][1]:.1f}%, n={a['episodes']}), "
+            f"mean turns {a['turns_mean']:.2f}"
+        )
+    print(f"wrote {save_result(result, args.output)}")

@@ -1,0 +1,164 @@
+"""``mas-eval``: one parser for both forms, every policy kind in both, defaults from the run.
+
+Each test here failed on the code before issue 10: a ``save_pretrained`` folder (a run's own
+``checkpoints/step-N/<policy>`` included) was taken for a run folder and failed with
+``mas-eval: error: env``; ``--help`` showed one form's options; the two forms summarised with
+different keys and played ``random`` with different generators; the token limit defaulted to 64.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mas_trainer.config import build_config, config_to_dict
+from mas_trainer.eval.cli import main as eval_main
+from mas_trainer.outputs import RunDir, find_run
+
+
+def test_help_lists_every_form_and_every_option(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        eval_main(["--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert "mas-eval --env ID --policy POLICY" in out
+    assert "mas-eval --suite NAME --policy POLICY --output" in out
+    for option in (
+        "--role-map",
+        "--env-options",
+        "--prompts",
+        "--name",
+        "--base-url",
+        "--tokenizer",
+    ):
+        assert option in out, option
+    assert "OPENAI_BASE_URL" in out and "openai:<model>" in out
+    # The token limit's default is explained where it is set.
+    assert "rollout.max_new_tokens" in out and "presets" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--suite", "games-v0", "--policy", "oracle", "--role-map", "tool=planner"], "--env only"),
+        (["--env", "mas/PlanPath-v0", "--policy", "oracle", "--prompts", "full"], "--suite only"),
+        (["--suite", "games-v0", "--policy", "oracle"], "needs --output"),
+        (["--policy", "oracle"], "one of the arguments --env --suite is required"),
+        (["--env", "mas/PlanPath-v0", "--suite", "games-v0", "--policy", "oracle"], "not allowed"),
+    ],
+)
+def test_options_of_the_other_form_are_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        eval_main(argv)
+    assert exit_.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_both_forms_share_one_summary_and_one_random_policy(tmp_path):
+    """Same board, same tasks: the env form's summary is the suite's aggregate, key for key."""
+    env_out, suite_out = tmp_path / "env.json", tmp_path / "suite.json"
+    common = ["--policy", "random", "--episodes", "12", "--seed", "3"]
+    assert eval_main(["--env", "mas/PlanPath-v0", *common, "--output", str(env_out)]) == 0
+    assert eval_main(["--suite", "mas/PlanPath-v0", *common, "--output", str(suite_out)]) == 0
+    single = json.loads(env_out.read_text())
+    aggregate = json.loads(suite_out.read_text())["results"][0]["aggregate"]
+    assert set(aggregate) == {
+        "episodes",
+        "successes",
+        "success",
+        "ci95",
+        "turns_mean",
+        "format_errors_mean",
+        "return_mean",
+    }
+    assert {k: single[k] for k in aggregate} == aggregate
+
+
+# ------------------------------------------------------------------------------ model folders
+
+
+@pytest.fixture
+def tiny_run(tmp_path):
+    """A mas-train run folder with one checkpoint of a shared tiny policy (no training needed)."""
+    pytest.importorskip("torch")
+    from mas_trainer.models import build_tiny_model
+
+    cfg = build_config(
+        "plan-path-tiny", overrides=["--rollout.max_new_tokens", "5", "--run.out_dir", "x"]
+    )
+    run = RunDir(tmp_path / "run", tensorboard=False)
+    run.write_json("config.json", config_to_dict(cfg))
+    model, tok = build_tiny_model("tiny", seed=0)
+    state = {"step": 3, "policy_of": {"tool": "shared", "planner": "shared"}}
+
+    def write(folder):
+        model.save_pretrained(folder / "shared")
+        tok.save_pretrained(folder / "shared")
+        (folder / "trainer_state.json").write_text(json.dumps(state))
+
+    ckpt = run.save_checkpoint(3, write)
+    run.close()
+    model.save_pretrained(tmp_path / "plain")
+    tok.save_pretrained(tmp_path / "plain")
+    return tmp_path / "run", ckpt
+
+
+def test_find_run_tells_run_checkpoint_policy_folder_and_model_folder_apart(tiny_run, tmp_path):
+    run, ckpt = tiny_run
+    assert find_run(run).checkpoint == ckpt and find_run(run).policy is None
+    assert find_run(ckpt).run_dir == run and find_run(ckpt).checkpoint == ckpt
+    ref = find_run(ckpt / "shared")
+    assert ref.run_dir == run and ref.checkpoint == ckpt and ref.policy == "shared"
+    assert ref.config["rollout"]["max_new_tokens"] == 5
+    # A save_pretrained folder has a config.json too, but it is a model, not a run.
+    assert find_run(tmp_path / "plain") is None
+    assert find_run("tiny:tiny") is None and find_run(tmp_path / "nope") is None
+
+
+@pytest.mark.parametrize("which", ["plain", "policy_folder", "run", "checkpoint"])
+def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, capsys):
+    run, ckpt = tiny_run
+    policy = {
+        "plain": tmp_path / "plain",
+        "policy_folder": ckpt / "shared",
+        "run": run,
+        "checkpoint": ckpt,
+    }[which]
+    out = tmp_path / "out.json"
+    argv = ["--env", "mas/PlanPath-v0", "--policy", str(policy), "--episodes", "2"]
+    if which == "plain":  # (its default would be a chat model's 2048 tokens: slow here)
+        argv += ["--max-new-tokens", "4"]
+    assert eval_main([*argv, "--output", str(out)]) == 0
+    result = json.loads(out.read_text())
+    err = capsys.readouterr().err
+    assert result["episodes"] == 2
+    assert result["policy_of"] == {"tool": "shared", "planner": "shared"}
+    if which == "plain":
+        assert result["max_new_tokens"] == 4 and result["env_options"] == {}
+    else:  # anything inside a run evaluates with the run's own token limit and env settings
+        assert result["max_new_tokens"] == 5 and "the run's config" in err
+        assert result["env_options"] == {"rows": 4, "cols": 4, "wall_prob": 0.1}
+        assert result["system_message"] is False  # the tiny presets train without it
+
+
+def test_default_token_limit_comes_from_the_run_then_the_presets():
+    from mas_trainer.eval.policies import default_max_new_tokens
+
+    assert default_max_new_tokens("tiny:tiny", ["mas/PlanPath-v0"]) == (24, "preset plan-path-tiny")
+    assert default_max_new_tokens("tiny:tiny", ["mas/Sudoku-v0", "mas/PlanPath-v0"])[0] == 48
+    value, source = default_max_new_tokens("Qwen/Qwen3-8B", ["mas/Sokoban-v0"])
+    assert value == 2048 and source == "preset sokoban-qwen3-8b"
+    assert default_max_new_tokens("tiny:tiny", ["mas/Code-v0"])[0] == 64
+    assert default_max_new_tokens("openai:gpt", ["mas/Math-v0"])[0] == 2048
+    # A save_pretrained folder is not a tiny: model: a chat model's limit, from the GPU presets.
+    assert default_max_new_tokens("/models/m", ["mas/PlanPath-v0"])[0] == 2048
+
+
+def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
+    from mas_trainer.eval.policies import default_max_new_tokens
+
+    run, ckpt = tiny_run
+    for path in (run, ckpt, ckpt / "shared"):
+        value, source = default_max_new_tokens(str(path), ["mas/Sokoban-v0"])
+        assert value == 5 and str(run) in source

@@ -30,7 +30,7 @@ POLICY is one of:
   a mas-train run folder      each role played by the policy that trained it (the latest
                               checkpoint; or name one: RUN/checkpoints/step-N); one policy's
                               folder of a checkpoint (RUN/checkpoints/step-N/<policy>) is a model
-  openai:<model>              a model served over an OpenAI-compatible API (see below)"""
+  openai:<model>              a model served over an OpenAI-compatible API (options below)"""
 
 _EPILOG = """examples:
   mas-eval --env mas/PlanPath-v0 --policy runs/my-run --episodes 100 --output eval.json
@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--episodes",
         type=int,
+        metavar="N",
         help="the first N tasks (--env: default 100; --suite: default the board's N, fewer "
         "makes a partial result, which leaderboards reject)",
     )
@@ -78,14 +79,17 @@ def _parser() -> argparse.ArgumentParser:
         help="mas: the team; single: one agent does the whole task (the baseline)",
     )
     what.add_argument(
-        "--output", help="write the result as JSON (--suite: required; .json or .json.gz)"
+        "--output",
+        metavar="FILE",
+        help="write the result as JSON (--suite: required; .json or .json.gz)",
     )
 
     env = p.add_argument_group("--env only")
     env.add_argument("--split", choices=["train", "validation", "test"], help="default: test")
-    env.add_argument("--max-turns", type=int, help="override the env's turn limit")
+    env.add_argument("--max-turns", type=int, metavar="N", help="override the env's turn limit")
     env.add_argument(
         "--env-options",
+        metavar="JSON",
         help='env constructor arguments as JSON, e.g. \'{"rows": 5, "cols": 5}\' (default: a '
         "run's own env options when it trained this env, else none)",
     )
@@ -98,7 +102,9 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     suite = p.add_argument_group("--suite only")
-    suite.add_argument("--name", help="display name of the entry (default: the policy)")
+    suite.add_argument(
+        "--name", metavar="TEXT", help="display name of the entry (default: the policy)"
+    )
     suite.add_argument(
         "--prompts",
         choices=["hash", "full"],
@@ -106,25 +112,29 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     dec = p.add_argument_group("decoding (model policies; always greedy)")
-    dec.add_argument("--max-new-tokens", type=int, help=_MAX_NEW_TOKENS_HELP)
+    dec.add_argument("--max-new-tokens", type=int, metavar="N", help=_MAX_NEW_TOKENS_HELP)
     dec.add_argument(
         "--no-system-message",
         action="store_true",
         help="leave the env's system text out of the prompt (default: as a run was trained)",
     )
-    dec.add_argument("--device", default="cpu", help="torch device of local models")
+    dec.add_argument("--device", default="cpu", metavar="DEV", help="torch device of local models")
     dec.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
-    dec.add_argument("--seed", type=int, default=0, help="seed of the random policy / tiny models")
+    dec.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed of the random policy / tiny models"
+    )
 
     oa = p.add_argument_group("openai:<model> policies")
     oa.add_argument(
         "--base-url",
+        metavar="URL",
         help="the API root, e.g. http://127.0.0.1:8000/v1 (default: $OPENAI_BASE_URL, else "
         "https://api.openai.com/v1, as the OpenAI client does)",
     )
     oa.add_argument(
         "--api-key-env",
         default="OPENAI_API_KEY",
+        metavar="VAR",
         help="environment variable that holds the API key (default: OPENAI_API_KEY; unset: no "
         "key is sent, as local servers need)",
     )
@@ -135,9 +145,15 @@ def _parser() -> argparse.ArgumentParser:
         help="chat: text in/out over /chat/completions; tokens: token ids over /completions "
         "(vLLM's server), needs --tokenizer",
     )
-    oa.add_argument("--tokenizer", help="local tokenizer folder for --openai-mode tokens")
-    oa.add_argument("--timeout", type=float, default=120.0, help="per-request timeout (s)")
-    oa.add_argument("--concurrency", type=int, default=8, help="requests in flight at once")
+    oa.add_argument(
+        "--tokenizer", metavar="DIR", help="local tokenizer folder for --openai-mode tokens"
+    )
+    oa.add_argument(
+        "--timeout", type=float, default=120.0, metavar="S", help="per-request timeout (s)"
+    )
+    oa.add_argument(
+        "--concurrency", type=int, default=8, metavar="N", help="requests in flight at once"
+    )
     return p
 
 

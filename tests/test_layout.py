@@ -121,3 +121,17 @@ def test_no_module_imports_another_modules_private_names():
                 f"{path.relative_to(REPO)}:{line}: {target}.{n}" for n in names if n.startswith("_")
             ]
     assert private == []
+
+
+def test_the_command_lines_and_the_http_engine_import_without_torch():
+    """``mas-train --help``, ``mas-eval`` of a served model and the leaderboards need no torch."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mas_trainer.cli, mas_trainer.eval.cli, mas_trainer.eval.leaderboard, "
+        "mas_trainer.engines.openai, mas_trainer.distributed.build\n"
+        "heavy = sorted({'torch', 'transformers', 'ray', 'vllm'} & set(sys.modules))\n"
+        "assert not heavy, heavy\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)

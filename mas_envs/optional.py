@@ -6,6 +6,10 @@ rest are extras of ``pyproject.toml`` (``train``, ``lora``, ``vllm``, ``ray``, `
 
     vllm = require("vllm")                    # the module, or an ImportError naming the command
     if is_available("math_verify"): ...       # a soft choice between two backends
+    try:                                      # a module that needs the dependency to import
+        from skyrl_gym.envs import base_text_env
+    except ImportError as e:
+        raise missing("skyrl_gym", e, purpose="mas_envs.adapters.skyrl") from e
 
 The envs (``mas_envs``) and the trainer (``mas_trainer``) both use this module; it imports nothing
 optional itself (``import mas_envs`` never imports torch).
@@ -17,7 +21,7 @@ import importlib
 import importlib.util
 from types import ModuleType
 
-__all__ = ["EXTRAS", "install_command", "is_available", "require"]
+__all__ = ["EXTRAS", "install_command", "is_available", "missing", "require"]
 
 EXTRAS: dict[str, str] = {
     "torch": "train",
@@ -35,6 +39,10 @@ EXTRAS: dict[str, str] = {
     "pyarrow": "data",
     "wandb": "wandb",
     "jsonschema": "leaderboard",
+    "verifiers": "verifiers",
+    "openenv": "openenv",
+    "skyrl_gym": "skyrl",
+    "datasets": "trl",
 }
 """The extra that installs each optional top-level module."""
 
@@ -74,7 +82,15 @@ def require(module: str, *, extra: str | None = None, purpose: str | None = None
     try:
         return importlib.import_module(module)
     except ImportError as err:
-        top = module.split(".", 1)[0]
-        extra = extra or EXTRAS.get(top)
-        how = install_command(extra) if extra else f"pip install {top}"
-        raise ImportError(f"{purpose or module} needs {top} ({err}); run: {how}") from err
+        raise missing(module, err, extra=extra, purpose=purpose) from err
+
+
+def missing(
+    module: str, err: ImportError, *, extra: str | None = None, purpose: str | None = None
+) -> ImportError:
+    """The error to raise when importing ``module`` failed with ``err``: it names what needs the
+    module, the import error and the install command (``extra`` as in :func:`require`)."""
+    top = module.split(".", 1)[0]
+    extra = extra or EXTRAS.get(top)
+    how = install_command(extra) if extra else f"pip install {top}"
+    return ImportError(f"{purpose or module} needs {top} ({err}); run: {how}")

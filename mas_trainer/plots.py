@@ -15,6 +15,7 @@ Every figure is titled with the run name and the env, and its step axis has inte
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,12 @@ __all__ = ["plot_run", "success_figure", "warmstart_loss_figure"]
 
 
 def _read(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    from mas_trainer.outputs import find_run, read_metrics
+    from mas_trainer.outputs import read_metrics
 
-    run = find_run(run_dir)
-    return read_metrics(run_dir / "metrics.jsonl"), run.config if run is not None else {}
+    records = read_metrics(run_dir / "metrics.jsonl")
+    config_path = run_dir / "config.json"
+    config = json.loads(config_path.read_text()) if config_path.is_file() else {}
+    return records, config
 
 
 def _title(run_dir: Path, config: dict[str, Any], what: str, name: str | None = None) -> str:

@@ -37,16 +37,6 @@ def test_require_returns_the_module_and_is_available_does_not_import():
     assert require("json") is json
     assert is_available("json") and not is_available("no_such_module_anywhere")
     assert install_command("code") == "pip install 'mas-rl[code]'"
-    assert set(EXTRAS.values()) <= {
-        "train",
-        "lora",
-        "vllm",
-        "ray",
-        "code",
-        "math",
-        "data",
-        "wandb",
-    } | {"leaderboard"}
 
 
 def test_every_extra_named_exists_in_pyproject():
@@ -65,6 +55,6 @@ def test_no_module_handles_a_missing_extra_on_its_own():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
-            if re.search(r"INSTALL_HINT|_require_\w+\(|\"[^\"]*pip install '?mas-rl\[", code):
+            if re.search(r"INSTALL_HINT|\"[^\"]*pip install '?mas-rl\[", code):
                 offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert offenders == []

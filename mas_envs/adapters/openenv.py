@@ -33,14 +33,14 @@ import functools
 from typing import Any
 from uuid import uuid4
 
+from mas_envs.optional import missing
+
 try:
     from openenv.core import EnvClient
     from openenv.core.client_types import StepResult
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "mas_envs.adapters.openenv needs openenv-core>=0.3: pip install 'mas-rl[openenv]'"
-    ) from e
+    raise missing("openenv", e, purpose="mas_envs.adapters.openenv") from e
 
 from pydantic import Field
 

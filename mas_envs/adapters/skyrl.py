@@ -22,13 +22,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from mas_envs.optional import missing
+
 try:
     import skyrl_gym
     from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "mas_envs.adapters.skyrl needs skyrl-gym>=0.4: pip install 'mas-rl[skyrl]'"
-    ) from e
+    raise missing("skyrl_gym", e, purpose="mas_envs.adapters.skyrl") from e
 
 import mas_envs
 from mas_envs.adapters.roles import Turn, episode_rows, make_role_play

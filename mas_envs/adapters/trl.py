@@ -28,6 +28,7 @@ import json
 from typing import Any
 
 from mas_envs.adapters.roles import ROW_KEYS, RolePlay, episode_rows, replay
+from mas_envs.optional import missing
 
 __all__ = ["ToolEnv", "completion_text", "env_reward", "make_dataset"]
 
@@ -40,7 +41,7 @@ def make_dataset(env_id: str, *, n: int, **episode: Any) -> Any:
     try:
         from datasets import Dataset
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise ImportError("make_dataset needs datasets: pip install 'mas-rl[trl]'") from e
+        raise missing("datasets", e, purpose="make_dataset") from e
     rows = episode_rows(env_id, n=n, **episode)
     for row in rows:
         row["env_kwargs"] = json.dumps(row["env_kwargs"])

@@ -26,12 +26,12 @@ from __future__ import annotations
 import types
 from typing import Any, Literal
 
+from mas_envs.optional import missing
+
 try:
     import verifiers.v1 as vf
 except ImportError as e:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "mas_envs.adapters.verifiers needs verifiers>=0.4: pip install 'mas-rl[verifiers]'"
-    ) from e
+    raise missing("verifiers", e, purpose="mas_envs.adapters.verifiers") from e
 
 from pydantic import Field
 

@@ -663,3 +663,22 @@ def test_a_newer_prepared_layout_is_refused_with_what_to_do(prepared, tmp_path):
         loader = math_loaders.load_problems if name == "aime24" else load_problems
         with pytest.raises(family_error, match="is not a layout this version reads"):
             loader(path)
+
+
+def test_validation_held_out_from_a_training_only_set(prepared, tmp_path):
+    out = tmp_path / "data"
+    shutil.copytree(prepared, out)
+    m = prepare("polaris", FIX / "polaris", out, Options(validation=1)).manifest
+    assert {s: e["problems"] for s, e in m["splits"].items()} == {"train": 2, "validation": 1}
+    [held] = math_loaders.load_problems(out / "polaris" / "validation.jsonl")
+    assert held.split == "validation"
+    train = _ids(out / "polaris" / "train.jsonl")
+    assert held.id not in train and len(train) == 2
+    # The same problem every time: a stable hash of the id.
+    again = prepare("polaris", FIX / "polaris", tmp_path / "again", Options(validation=1))
+    assert _ids(tmp_path / "again" / "polaris" / "validation.jsonl") == [held.id]
+    assert again.manifest["splits"]["validation"]["problems"] == 1
+    with pytest.raises(DatasetError, match="has a validation split of its own"):
+        prepare("codecontests", FIX / "codecontests", tmp_path / "x", Options(validation=1))
+    with pytest.raises(DatasetError, match="has only 3 training problems"):
+        prepare("aime-1983-2024", FIX / "aime-1983-2024", tmp_path / "x", Options(validation=5))

@@ -44,6 +44,9 @@ class Options:
         near_threshold: 8-gram overlap share that makes a training problem a near copy of a
             held-out one (0: exact copies only).
         skip_bad_rows: Skip malformed rows (listed in the manifest) instead of stopping.
+        validation: Hold out this many training problems (by a stable hash of their ids) as a
+            validation split, for data sets without one (Polaris, DAPO): model selection then
+            never looks at a test set. 0 (default) keeps the paper's splits.
     """
 
     slices: Mapping[str, tuple[int, int | None]] | None = None
@@ -52,6 +55,7 @@ class Options:
     max_tests: int = 64
     near_threshold: float = 0.5
     skip_bad_rows: bool = False
+    validation: int = 0
 
 
 @dataclass(frozen=True)

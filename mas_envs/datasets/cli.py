@@ -126,6 +126,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"held-out one (default {Options.near_threshold}; 0 = exact copies only)",
     )
     pr.add_argument(
+        "--validation",
+        type=int,
+        default=0,
+        metavar="N",
+        help="hold out N training problems (stable hash of the id) as a validation split, for "
+        "data sets without one (polaris, dapo); default 0: the paper's splits",
+    )
+    pr.add_argument(
         "--skip-bad-rows",
         action="store_true",
         help="skip malformed rows (counted and listed in the manifest) instead of stopping",
@@ -133,8 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(list(sys.argv[1:] if argv is None else argv))
     if args.command == "list":
         return _list(args.out)
-    if args.max_tests < 0:
-        p.error("--max-tests must be >= 0")
+    if args.max_tests < 0 or args.validation < 0:
+        p.error("--max-tests and --validation must be >= 0")
     if not 0 <= args.near_threshold <= 1:
         p.error("--near-threshold must be in [0, 1]")
     options = Options(
@@ -144,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         max_tests=args.max_tests,
         near_threshold=args.near_threshold,
         skip_bad_rows=args.skip_bad_rows,
+        validation=args.validation,
     )
     try:
         done = prepare(

@@ -341,9 +341,11 @@ def _write_set(
             f"{spec.name}: no problems in {[str(f) for f in files]} "
             f"({n_bad} malformed rows skipped)"
         )
+    if opts.validation:
+        _hold_out(spec, folder, opts.validation, counts)
     for split in SPLITS:
         final = folder / f"{split}.jsonl"
-        if split in handles:
+        if split in counts:
             os.replace(folder / f"{split}.jsonl.tmp", final)
         else:
             final.unlink(missing_ok=True)  # from an earlier run with other options
@@ -376,6 +378,35 @@ def _write_set(
     }
     _write_manifest(folder, manifest)
     return manifest
+
+
+def _hold_out(spec: DatasetSpec, folder: Path, n: int, counts: dict[str, int]) -> None:
+    """Move ``n`` training problems, chosen by a stable hash of their ids, to validation."""
+    if "validation" in counts:
+        raise DatasetError(f"--validation: {spec.name} has a validation split of its own")
+    if counts.get("train", 0) <= n:
+        raise DatasetError(
+            f"--validation {n}: {spec.name} has only {counts.get('train', 0)} training problems"
+        )
+    train = folder / "train.jsonl.tmp"
+    ranked = sorted(
+        (hashlib.sha256(rec["id"].encode()).hexdigest(), rec["id"]) for _, rec in _lines(train)
+    )
+    chosen = {pid for _, pid in ranked[:n]}
+    rest = folder / "train.jsonl.rest"
+    with (
+        rest.open("w", encoding="utf-8") as keep,
+        (folder / "validation.jsonl.tmp").open("w", encoding="utf-8") as held,
+    ):
+        for line, rec in _lines(train):
+            if rec["id"] in chosen:
+                rec["split"] = "validation"
+                held.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            else:
+                keep.write(line)
+    os.replace(rest, train)
+    counts["train"] -= n
+    counts["validation"] = n
 
 
 def _split_entry(path: Path, problems: int) -> dict[str, Any]:

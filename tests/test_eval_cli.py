@@ -44,7 +44,10 @@ def test_help_lists_every_form_and_every_option(capsys):
         (["--suite", "games-v0", "--policy", "oracle", "--role-map", "tool=planner"], "--env only"),
         (["--env", "mas/PlanPath-v0", "--policy", "oracle", "--prompts", "full"], "--suite only"),
         (["--suite", "games-v0", "--policy", "oracle"], "needs --output"),
-        (["--policy", "oracle"], "one of the arguments --env --suite is required"),
+        (
+            ["--policy", "oracle"],
+            "one of the arguments --env --suite --reasoner-scaling is required",
+        ),
         (["--env", "mas/PlanPath-v0", "--suite", "games-v0", "--policy", "oracle"], "not allowed"),
     ],
 )

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mas_trainer.engines.openai import OpenAIError
-from mas_trainer.eval.suite import SUITES
+from mas_trainer.eval.suite import DEFAULT_DATA, SUITES
 
 __all__ = ["main"]
 
@@ -20,8 +20,12 @@ _DESCRIPTION = """Evaluate a policy with greedy decoding on the first N tasks of
 forms:
   mas-eval --env ID --policy POLICY [--episodes N] [--output R.json]
       one env: success with its 95% Wilson interval and mean turns (a JSON file with --output)
-  mas-eval --suite NAME --policy POLICY --output R.json
-      a benchmark suite: a leaderboard result file (mas-leaderboard validate checks it)
+  mas-eval --suite NAME --policy POLICY --output R.json [--data DIR]
+      a benchmark suite: a leaderboard result file (mas-leaderboard validate checks it); the
+      paper's code and math suites read the files mas-data prepare wrote to DIR
+  mas-eval --reasoner-scaling [BOARD] --policy POLICY --output FOLDER [--reasoners 1 2 3 4]
+      the paper's reasoner-count figure: a math board (default aime24) played by teams of
+      1, 2, ... reasoners; writes a result file per team size, scaling.json and scaling.png
 
 POLICY is one of:
   random | oracle             the reference policies (the floor and the ceiling)
@@ -49,7 +53,8 @@ _MAX_NEW_TOKENS_HELP = (
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="mas-eval",
-        usage="mas-eval (--env ID | --suite NAME) --policy POLICY [options]",
+        usage="mas-eval (--env ID | --suite NAME | --reasoner-scaling [BOARD]) --policy POLICY "
+        "[options]",
         description=_DESCRIPTION,
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -62,7 +67,14 @@ def _parser() -> argparse.ArgumentParser:
         help="one env: a registered id (e.g. mas/PlanPath-v0) or package.module:Class",
     )
     form.add_argument(
-        "--suite", metavar="NAME", help=f"a suite {sorted(SUITES)} or one board's env id"
+        "--suite", metavar="NAME", help=f"a suite {sorted(SUITES)} or one board's name"
+    )
+    form.add_argument(
+        "--reasoner-scaling",
+        nargs="?",
+        const="aime24",
+        metavar="BOARD",
+        help="the reasoner-count scaling of a math board (default aime24)",
     )
     what.add_argument("--policy", required=True, help="see POLICY above")
     what.add_argument(
@@ -81,7 +93,22 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--output",
         metavar="FILE",
-        help="write the result as JSON (--suite: required; .json or .json.gz)",
+        help="write the result as JSON (--suite: required; .json or .json.gz; "
+        "--reasoner-scaling: a folder)",
+    )
+    what.add_argument(
+        "--data",
+        default=DEFAULT_DATA,
+        metavar="DIR",
+        help="the folder `mas-data prepare --out` wrote, for the data boards (livecodebench-v6, "
+        f"apps, codecontests, aime24, aime25, olympiadbench); default {DEFAULT_DATA!r}",
+    )
+    what.add_argument(
+        "--reasoners",
+        type=int,
+        nargs="+",
+        metavar="N",
+        help="--reasoner-scaling: the team sizes (default 1 2 3 4)",
     )
 
     env = p.add_argument_group("--env only")
@@ -159,18 +186,24 @@ def _parser() -> argparse.ArgumentParser:
 
 _ENV_ONLY = ("split", "max_turns", "env_options", "role_map")
 _SUITE_ONLY = ("name", "prompts")
+_FORM_OPTIONS = {
+    "--env": _ENV_ONLY,
+    "--suite": _SUITE_ONLY,
+    "--reasoner-scaling": ("prompts", "reasoners"),
+}
 
 
 def _check(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     if args.episodes is not None and args.episodes < 1:
         p.error("--episodes must be >= 1")
-    wrong = _SUITE_ONLY if args.env else _ENV_ONLY
-    for name in wrong:
-        if getattr(args, name) is not None:
-            flag = "--" + name.replace("_", "-")
-            p.error(f"{flag} applies to {'--suite' if args.env else '--env'} only")
-    if args.suite and not args.output:
-        p.error("--suite needs --output FILE (the result file to write)")
+    form = "--env" if args.env else "--suite" if args.suite else "--reasoner-scaling"
+    for other, names in _FORM_OPTIONS.items():
+        for name in set(names) - set(_FORM_OPTIONS[form]):
+            if getattr(args, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                p.error(f"{flag} applies to {other} only")
+    if not args.env and not args.output:
+        p.error(f"{form} needs --output (the result file or folder to write)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,11 +215,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.env:
             _env_form(args)
-        else:
+        elif args.suite:
             _suite_form(args, argv)
+        else:
+            _scaling_form(args, argv)
     except (KeyError, ValueError, FileNotFoundError, ImportError, OpenAIError) as err:
         msg = err.args[0] if isinstance(err, KeyError) and err.args else err
-        end_progress = "\n" if args.suite else ""  # the suite form's progress line
+        end_progress = "\n" if not args.env else ""  # the suite form's progress line
         print(f"{end_progress}mas-eval: error: {msg}", file=sys.stderr)
         return 2
     return 0
@@ -264,10 +299,10 @@ def _env_form(args: argparse.Namespace) -> None:
 
 
 def _suite_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    from mas_trainer.eval.suite import resolve_suite, run_suite, save_result
+    from mas_trainer.eval.suite import BOARDS, resolve_suite, run_suite, save_result
 
     boards = resolve_suite(args.suite)
-    options, _ = _decoding(args, boards)
+    options, _ = _decoding(args, [BOARDS[b].env_id for b in boards])
     result = run_suite(
         boards,
         args.policy,
@@ -277,14 +312,45 @@ def _suite_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
         prompts=args.prompts or "hash",
         command=["mas-eval", *argv],
         progress=lambda s: print(f"\r{s}", end="", file=sys.stderr, flush=True),
+        data_dir=args.data,
         **options,
     )
     print(file=sys.stderr)
     for r in result["results"]:
-        a = r["aggregate"]
-        print(
-            f"{r['env_id']}: success {100 * a['success']:.1f}% "
-            f"(95% CI {100 * a['ci95'][0]:.1f}-{100 * a['ci95'][1]:.1f}%, n={a['episodes']}), "
-            f"mean turns {a['turns_mean']:.2f}"
-        )
+        print(_aggregate_line(r["board"], r["aggregate"]))
     print(f"wrote {save_result(result, args.output)}")
+
+
+def _aggregate_line(label: str, a: dict[str, Any]) -> str:
+    return (
+        f"{label}: success {100 * a['success']:.1f}% "
+        f"(95% CI {100 * a['ci95'][0]:.1f}-{100 * a['ci95'][1]:.1f}%, n={a['episodes']}), "
+        f"mean turns {a['turns_mean']:.2f}"
+    )
+
+
+def _scaling_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
+    from mas_trainer.eval.scaling import reasoner_scaling
+    from mas_trainer.eval.suite import BOARDS
+
+    board = args.reasoner_scaling
+    if board not in BOARDS:
+        raise KeyError(f"no board {board!r}; boards: {sorted(BOARDS)}")
+    options, _ = _decoding(args, [BOARDS[board].env_id])
+    summary = reasoner_scaling(
+        board,
+        args.policy,
+        args.reasoners or [1, 2, 3, 4],
+        args.output,
+        data_dir=args.data,
+        episodes=args.episodes,
+        prompts=args.prompts or "hash",
+        command=["mas-eval", *argv],
+        **options,
+    )
+    print(file=sys.stderr)
+    for point in summary["points"]:
+        n = point["reasoners"]
+        label = f"{board}, {n} reasoner{'s' if n > 1 else ''}"
+        print(_aggregate_line(label, point))
+    print(f"wrote {Path(args.output) / 'scaling.png'} ({len(summary['points'])} team sizes)")

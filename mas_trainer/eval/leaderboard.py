@@ -39,8 +39,10 @@ from typing import Any
 from mas_envs.optional import require
 from mas_trainer.eval.suite import (
     BOARDS,
+    DEFAULT_DATA,
     RESULT_FORMAT,
     BoardSpec,
+    DataMissingError,
     aggregate,
     board_task_ids,
     env_version,
@@ -137,7 +139,7 @@ def replay_episode(board: BoardSpec, mode: str, episode: Mapping[str, Any]) -> l
     Every prompt is regenerated and compared with its logged hash (and text, if logged); every
     reward, parse flag, the final success and the turn count are compared with the log.
     """
-    where = f"{board.env_id} task {episode['task_id']!r}"
+    where = f"{board.key} task {episode['task_id']!r}"
     env = board.make_env(mode)
     env.reset(options={"task_id": episode["task_id"]})
     for n, step in enumerate(episode["steps"]):
@@ -176,14 +178,46 @@ def replay_episode(board: BoardSpec, mode: str, episode: Mapping[str, Any]) -> l
     return out
 
 
-def _env_problems(res: Mapping[str, Any], *, replay: bool) -> list[str]:
+def _data_problems(board: BoardSpec, res: Mapping[str, Any]) -> list[str]:
+    """A data board's result must be made on the same prepared test file as the one here."""
+    try:
+        here = board.data_record()
+    except (DataMissingError, ValueError) as err:
+        return [f"{board.key}: {err}"]
+    theirs = res.get("data")
+    if not isinstance(theirs, Mapping) or theirs.get("name") != board.data:
+        return [f"{board.key}: the result does not record the {board.data} data it was made on"]
+    if theirs.get("test_sha256") != here["test_sha256"]:
+        inputs = {i["path"]: i["sha256"][:12] for i in theirs.get("inputs", [])}
+        return [
+            f"{board.key}: the result was made on a {board.data} test file with SHA-256 "
+            f"{str(theirs.get('test_sha256'))[:16]}..., the one in {board.data_dir} has "
+            f"{here['test_sha256'][:16]}... (prepared from other downloads? the result's "
+            f"inputs: {inputs})"
+        ]
+    return []
+
+
+def _env_problems(
+    res: Mapping[str, Any], *, replay: bool, data_dir: str | Path | None
+) -> list[str]:
     env_id = res["env_id"]
-    board = BOARDS.get(env_id)
+    key = res.get("board", env_id)
+    board = BOARDS.get(key)
     if board is None:
         same = [b for b in BOARDS if b.rsplit("-v", 1)[0] == env_id.rsplit("-v", 1)[0]]
         hint = f" (the board of this env is {same[0]!r}: an env version mismatch)" if same else ""
-        return [f"{env_id}: no leaderboard for this env id{hint}; boards: {sorted(BOARDS)}"]
-    out = []
+        return [f"{key}: no leaderboard of this name{hint}; boards: {sorted(BOARDS)}"]
+    board = board.resolve(data_dir)
+    if board.env_id != env_id:
+        same = board.env_id.rsplit("-v", 1)[0] == env_id.rsplit("-v", 1)[0]
+        why = " (an env version mismatch)" if same else ""
+        return [f"{key}: the board plays {board.env_id}, the result {env_id}{why}"]
+    out = _data_problems(board, res) if board.data else []
+    if out:
+        return out
+    env_id = key  # name the board in what follows
+    n_tasks = "every task" if board.episodes is None else f"the first {board.episodes} ids"
     if res["env_version"] != env_version(board.env_id):
         out.append(
             f"{env_id}: env_version {res['env_version']} does not match the board's "
@@ -201,8 +235,8 @@ def _env_problems(res: Mapping[str, Any], *, replay: bool) -> list[str]:
         t = ep["task_id"]
         if t not in allowed:
             out.append(
-                f"{env_id}: task id {t!r} is not one of the board's test tasks (the first "
-                f"{board.episodes} ids of the test split)"
+                f"{env_id}: task id {t!r} is not one of the board's test tasks ({n_tasks} of "
+                "the test split)"
             )
         elif t in seen:
             out.append(f"{env_id}: task id {t!r} appears twice")
@@ -211,7 +245,7 @@ def _env_problems(res: Mapping[str, Any], *, replay: bool) -> list[str]:
     if missing:
         out.append(
             f"{env_id}: missing episode(s) for {len(missing)} of the board's "
-            f"{board.episodes} test tasks, e.g. task id {missing[0]!r}"
+            f"{len(test_ids)} test tasks, e.g. task id {missing[0]!r}"
         )
     if list(res["task_ids"]) != [ep["task_id"] for ep in res["episodes"]]:
         out.append(f"{env_id}: task_ids does not list the episodes' task ids in order")
@@ -245,7 +279,11 @@ def _env_problems(res: Mapping[str, Any], *, replay: bool) -> list[str]:
 
 
 def validate(
-    result: Mapping[str, Any], *, root: Path | None = None, replay: bool = True
+    result: Mapping[str, Any],
+    *,
+    root: Path | None = None,
+    replay: bool = True,
+    data_dir: str | Path | None = None,
 ) -> list[str]:
     """Every problem of a result file, each named (empty list: valid).
 
@@ -254,6 +292,8 @@ def validate(
         root: The leaderboard folder (for ``schema.json``); default :func:`default_root`.
         replay: Replay every episode in the env (the strongest check; seconds for the game boards,
             longer for code and math, whose tools run in the sandbox).
+        data_dir: The prepared data of the data boards (default ``data``); a data board's result
+            must have been made on the same test file (SHA-256).
     """
     root = default_root() if root is None else root
     problems = _schema_problems(result, root)
@@ -261,17 +301,19 @@ def validate(
         return problems[:MAX_PROBLEMS]
     if result["format"] != RESULT_FORMAT:
         return [f"format {result['format']!r} is not {RESULT_FORMAT!r}"]
-    ids = [r["env_id"] for r in result["results"]]
+    ids = [r.get("board", r["env_id"]) for r in result["results"]]
     if len(set(ids)) != len(ids):
-        problems.append(f"an env appears more than once in results: {ids}")
+        problems.append(f"a board appears more than once in results: {ids}")
     for res in result["results"]:
-        problems += _env_problems(res, replay=replay)
+        problems += _env_problems(res, replay=replay, data_dir=data_dir)
     return problems[:MAX_PROBLEMS]
 
 
-def _validate_file(path: Path, root: Path, replay: bool) -> dict[str, Any]:
+def _validate_file(
+    path: Path, root: Path, replay: bool, data_dir: str | Path | None = None
+) -> dict[str, Any]:
     result = load_result(path)
-    problems = validate(result, root=root, replay=replay)
+    problems = validate(result, root=root, replay=replay, data_dir=data_dir)
     if problems:
         raise ValidationError(str(path), problems)
     return result
@@ -280,7 +322,9 @@ def _validate_file(path: Path, root: Path, replay: bool) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- verify
 
 
-def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
+def verify(
+    result: Mapping[str, Any], *, device: str = "cpu", data_dir: str | Path | None = None
+) -> list[str]:
     """Re-run the result's policy with its recorded settings; return the differences.
 
     Empty means every episode was reproduced exactly (same hashes). Entries served over HTTP
@@ -306,7 +350,7 @@ def verify(result: Mapping[str, Any], *, device: str = "cpu") -> list[str]:
         )
     out = []
     for res in result["results"]:
-        board = BOARDS[res["env_id"]]
+        board = BOARDS[res.get("board", res["env_id"])].resolve(data_dir)
         setup = resolve_policy(policy["spec"], res["roles"], **kwargs)
         if result["model"] is not None and setup.model is not None:
             want, got = result["model"]["weights_sha256"], setup.model["weights_sha256"]
@@ -399,25 +443,41 @@ def load_entries(root: Path) -> dict[str, list[Entry]]:
     """
     verified = _load_verified(root)
     boards: dict[str, list[Entry]] = {b: [] for b in BOARDS}
-    for board in BOARDS.values():
+    for key, board in BOARDS.items():
         folder = root / "results" / board.slug
         for path in sorted([*folder.glob("*.json"), *folder.glob("*.json.gz")]):
             result = load_result(path)
+            held = [r.get("board", r.get("env_id")) for r in result.get("results", [])]
             envs = [r.get("env_id") for r in result.get("results", [])]
-            if envs != [board.env_id]:
+            if held != [key] or envs != [board.env_id]:
                 raise ValidationError(
                     str(path),
                     [
                         f"a file in results/{board.slug}/ must hold "
-                        f"exactly one result, for {board.env_id}; it "
-                        f"holds {envs}"
+                        f"exactly one result, for board {key} ({board.env_id}); it "
+                        f"holds {held}"
                     ],
                 )
             rel = path.resolve().relative_to(root.resolve()).as_posix()
             ok = rel in verified and verified[rel]["sha256"] == file_sha256(path)
-            boards[board.env_id].append(Entry(path, root, result, ok))
-        boards[board.env_id].sort(key=Entry.sort_key)
+            boards[key].append(Entry(path, root, result, ok))
+        boards[key].sort(key=Entry.sort_key)
     return boards
+
+
+def _heading(key: str) -> str:
+    board = BOARDS[key]
+    return f"{key} ({board.env_id})" if board.name else key
+
+
+def _metric(key: str) -> str:
+    board = BOARDS[key]
+    if board.data:
+        return (
+            f"success rate on every problem of the prepared {board.data} test set "
+            f"(`mas-data prepare {board.data}`, docs/data.md)"
+        )
+    return f"success rate on the first {board.episodes} test task ids"
 
 
 # ---------------------------------------------------------------------------------- render
@@ -435,12 +495,11 @@ def _md_text(text: str) -> str:
 def _markdown(boards: Mapping[str, list[Entry]], link_prefix: str | None) -> str:
     """Tables of the boards; files are links under ``link_prefix``, or plain paths when None."""
     lines = []
-    for env_id, entries in boards.items():
-        board = BOARDS[env_id]
+    for key, entries in boards.items():
         lines += [
-            f"## {env_id}",
+            f"## {_heading(key)}",
             "",
-            f"Primary metric: success rate on the first {board.episodes} test task ids "
+            f"Primary metric: {_metric(key)} "
             f"(greedy decoding). {len(entries)} entr{'y' if len(entries) == 1 else 'ies'}.",
             "",
         ]
@@ -520,14 +579,14 @@ def _svg(env_id: str, entries: Sequence[Entry]) -> str:
 
 def _html(boards: Mapping[str, list[Entry]]) -> str:
     body = []
-    for env_id, entries in boards.items():
-        board = BOARDS[env_id]
-        body.append(f"<h2>{html.escape(env_id)}</h2>")
-        body.append(f"<p>Success rate on the first {board.episodes} test task ids, greedy.</p>")
+    for key, entries in boards.items():
+        body.append(f"<h2>{html.escape(_heading(key))}</h2>")
+        metric = html.escape(_metric(key).replace("`", ""))
+        body.append(f"<p>{metric[0].upper()}{metric[1:]}, greedy.</p>")
         if not entries:
             body.append("<p>No entries yet.</p>")
             continue
-        body.append(_svg(env_id, entries))
+        body.append(_svg(key, entries))
         body.append(
             "<table><tr><th>#</th><th>entry</th><th>policy</th><th>mode</th>"
             "<th>success %</th><th>95% CI</th><th>n</th><th>mean turns</th>"
@@ -601,7 +660,14 @@ def _slug(name: str) -> str:
     return out[:60] or "entry"
 
 
-def submit(path: Path, root: Path, *, force: bool = False, replay: bool = True) -> list[Path]:
+def submit(
+    path: Path,
+    root: Path,
+    *,
+    force: bool = False,
+    replay: bool = True,
+    data_dir: str | Path | None = None,
+) -> list[Path]:
     """Validate a result file, place one file per board under ``results/``, re-render.
 
     Returns:
@@ -611,11 +677,11 @@ def submit(path: Path, root: Path, *, force: bool = False, replay: bool = True) 
         ValidationError: The file is invalid (nothing is written).
         FileExistsError: An entry of the same name exists on a board (``force`` replaces it).
     """
-    result = _validate_file(path, root, replay)
+    result = _validate_file(path, root, replay, data_dir)
     placed = []
     targets = []
     for res in result["results"]:
-        board = BOARDS[res["env_id"]]
+        board = BOARDS[res.get("board", res["env_id"])]
         target = root / "results" / board.slug / f"{_slug(result['name'])}.json.gz"
         if target.exists() and not force:
             raise FileExistsError(
@@ -630,11 +696,11 @@ def submit(path: Path, root: Path, *, force: bool = False, replay: bool = True) 
     return placed
 
 
-def seed(root: Path, boards: Sequence[str]) -> list[Path]:
+def seed(root: Path, boards: Sequence[str], data_dir: str | Path | None = None) -> list[Path]:
     """Make the ``random`` and ``oracle`` entries of ``boards``, verified; returns their files.
 
     For a new board, or after an env changed under an unreleased version: the old seed files
-    would no longer replay.
+    would no longer replay. Data boards need their prepared data (``data_dir``).
     """
     import tempfile
 
@@ -653,11 +719,12 @@ def seed(root: Path, boards: Sequence[str]) -> list[Path]:
             "--output",
             f"{policy}.json",
         ]
-        result = run_suite([board], policy, name=policy, command=cmd)
+        result = run_suite([board], policy, name=policy, command=cmd, data_dir=data_dir)
         with tempfile.TemporaryDirectory() as tmp:
-            files = submit(save_result(result, Path(tmp) / "seed.json"), root, force=True)
+            seed_file = save_result(result, Path(tmp) / "seed.json")
+            files = submit(seed_file, root, force=True, data_dir=data_dir)
         for path in files:
-            if verify(load_result(path)):
+            if verify(load_result(path), data_dir=data_dir):
                 raise ValidationError(str(path), ["the seed entry did not reproduce"])
             _record_verified(root, path)
         placed += files
@@ -684,7 +751,7 @@ def _summary(result: Mapping[str, Any], placed: Sequence[Path], root: Path) -> s
         a = res["aggregate"]
         rel = p.resolve().relative_to(root.resolve().parent).as_posix()
         lines.append(
-            f"| {res['env_id']} | {_pct(a['success'])} | {_pct(a['ci95'][0])}-"
+            f"| {res.get('board', res['env_id'])} | {_pct(a['success'])} | {_pct(a['ci95'][0])}-"
             f"{_pct(a['ci95'][1])} | {a['episodes']} | `{rel}` |"
         )
     lines += ["", "Validated with `mas-leaderboard validate` (schema, hashes, aggregates, replay)."]
@@ -698,6 +765,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``mas-leaderboard {validate,verify,submit,render}``; returns the exit code."""
     p = argparse.ArgumentParser(prog="mas-leaderboard", description=__doc__.split("\n\n")[0])
     p.add_argument("--root", type=Path, help="leaderboard folder (default: ./leaderboards)")
+    p.add_argument(
+        "--data",
+        default=DEFAULT_DATA,
+        help="folder of `mas-data prepare --out`: the data boards' test files (default "
+        f"{DEFAULT_DATA!r})",
+    )
     sub = p.add_subparsers(dest="cmd", required=True)
     v = sub.add_parser("validate", help="schema, hashes, aggregates and replay of result files")
     v.add_argument("files", nargs="+", type=Path)
@@ -718,7 +791,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     sd = sub.add_parser(
         "seed", help="(re)make the random and oracle entries of boards, verified (maintainers)"
     )
-    sd.add_argument("boards", nargs="*", help="board env ids (default: every board)")
+    sd.add_argument(
+        "boards",
+        nargs="*",
+        help="board names (default: every board that needs no prepared data)",
+    )
     r = sub.add_parser("render", help="write LEADERBOARD.md, index.html and the docs page")
     r.add_argument("--check", action="store_true", help="exit 1 if the generated files are stale")
     args = p.parse_args(argv)
@@ -726,16 +803,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.cmd == "validate":
             for path in args.files:
-                result = _validate_file(path, root, not args.no_replay)
+                result = _validate_file(path, root, not args.no_replay, args.data)
                 envs = ", ".join(
-                    f"{r['env_id']} {_pct(r['aggregate']['success'])}%" for r in result["results"]
+                    f"{r.get('board', r['env_id'])} {_pct(r['aggregate']['success'])}%"
+                    for r in result["results"]
                 )
                 print(f"{path}: valid ({envs})")
         elif args.cmd == "verify":
             failed = False
             for path in args.files:
-                result = _validate_file(path, root, False)
-                diffs = verify(result, device=args.device)
+                result = _validate_file(path, root, False, args.data)
+                diffs = verify(result, device=args.device, data_dir=args.data)
                 if diffs:
                     failed = True
                     print(f"{path}: NOT reproduced:\n  - " + "\n  - ".join(diffs))
@@ -747,10 +825,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                         out.write_text(text)
             return 1 if failed else 0
         elif args.cmd == "seed":
-            for path in seed(root, args.boards or list(BOARDS)):
+            default = [k for k, b in BOARDS.items() if not b.data]
+            for path in seed(root, args.boards or default, args.data):
                 print(f"seeded {path} (verified)")
         elif args.cmd == "submit":
-            placed = submit(args.file, root, force=args.force)
+            placed = submit(args.file, root, force=args.force, data_dir=args.data)
             print(
                 _summary(
                     load_result(placed[0])

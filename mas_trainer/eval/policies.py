@@ -331,7 +331,7 @@ def _play_roles(
                 f"{policy!r} is one model that plays every role"
             )
         return dict.fromkeys(roles, "shared")
-    missing = sorted(set(roles) - set(policy_of))
+    missing = sorted(set(roles) - set(policy_of) - set(role_map or {}))
     if missing:
         raise ValueError(f"policy {policy!r} has no policy for roles {missing} of this env")
     for role, source in (role_map or {}).items():

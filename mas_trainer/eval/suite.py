@@ -28,6 +28,7 @@ Policies are the ``--policy`` strings of ``mas-eval``, resolved by
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import gzip
@@ -55,9 +56,11 @@ from mas_trainer.rollout import Episode
 
 __all__ = [
     "BOARDS",
+    "DEFAULT_DATA",
     "RESULT_FORMAT",
     "SUITES",
     "BoardSpec",
+    "DataMissingError",
     "aggregate",
     "board_task_ids",
     "env_version",
@@ -69,6 +72,7 @@ __all__ = [
     "play_board",
     "prompt_hash",
     "resolve_suite",
+    "result_file",
     "run_suite",
     "save_result",
 ]
@@ -77,40 +81,119 @@ RESULT_FORMAT = "mas-rl/result-v1"
 """The ``format`` field of every result file; a layout change bumps it."""
 
 
+DEFAULT_DATA = "data"
+"""Where ``mas-data prepare --out`` put the data boards' files, unless ``--data`` says otherwise."""
+
+
+class DataMissingError(FileNotFoundError):
+    """A data board's prepared test file is not there; says the command that prepares it."""
+
+
 @dataclass(frozen=True)
 class BoardSpec:
     """One leaderboard: a versioned env id, its settings and its test tasks.
 
     Attributes:
-        env_id: Versioned env id, ``mas/<Name>-v<N>``; the board's name.
-        episodes: N: the board scores the first N task ids of the test split.
+        env_id: Versioned env id, ``mas/<Name>-v<N>``; the board's name unless ``name`` is set.
+        episodes: N: the board scores the first N task ids of the test split; ``None``: every
+            task of it (the data boards: a benchmark's whole test set).
         kwargs: Env constructor arguments of the board (empty: the id's registered defaults).
         mode: The board's default mode, ``"mas"`` (the team); entries may also play
             ``"single"`` (one agent does the whole task: the single-agent baseline).
         split: Always ``"test"`` for boards.
+        name: The board's name when several boards play one env id (the data boards).
+        data: A ``mas-data`` set whose prepared test split the board plays (``problems=``), read
+            from ``data_dir`` (``mas-data prepare NAME --from ... --out DATA_DIR``).
+        data_options: ``mas-data prepare`` options the test split must have been made with
+            (checked against its manifest), e.g. LiveCodeBench's ``release``.
+        data_dir: Where the prepared data is (set per run by :meth:`resolve`; not part of the
+            board's identity).
     """
 
     env_id: str
-    episodes: int
+    episodes: int | None
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     mode: str = "mas"
     split: str = "test"
+    name: str = ""
+    data: str = ""
+    data_options: Mapping[str, Any] = field(default_factory=dict)
+    data_dir: str = field(default=DEFAULT_DATA, compare=False)
+
+    @property
+    def key(self) -> str:
+        """The board's name: its key in :data:`BOARDS` and in result files."""
+        return self.name or self.env_id
 
     @property
     def slug(self) -> str:
-        """Folder name under ``leaderboards/results/``: the id without ``mas/``."""
-        return self.env_id.split("/", 1)[-1]
+        """Folder name under ``leaderboards/results/``: the id without ``mas/`` (or the name)."""
+        return self.name or self.env_id.split("/", 1)[-1]
 
-    def make_env(self, mode: str | None = None) -> Any:
+    def resolve(self, data_dir: str | Path | None) -> BoardSpec:
+        """The board reading its prepared data from ``data_dir`` (default :data:`DEFAULT_DATA`)."""
+        return dataclasses.replace(self, data_dir=str(data_dir or DEFAULT_DATA))
+
+    def data_file(self) -> Path:
+        """The prepared test file a data board plays.
+
+        Raises:
+            DataMissingError: It is not in ``data_dir``; the message gives the prepare command.
+        """
+        path = Path(self.data_dir) / self.data / "test.jsonl"
+        if not path.is_file():
+            raise DataMissingError(
+                f"board {self.key!r} plays the prepared {self.data} test set, and "
+                f"{path} does not exist: prepare it with `mas-data prepare {self.data} --from "
+                f"<download> --out {self.data_dir}` (docs/data.md), or pass --data DIR"
+            )
+        return path
+
+    def data_record(self) -> dict[str, Any]:
+        """What a result file records about a data board's test set (from its manifest).
+
+        Raises:
+            DataMissingError: The data is not prepared.
+            ValueError: It was prepared with other options than the board's.
+        """
+        from mas_envs.datasets import read_manifest
+
+        path = self.data_file()
+        manifest = read_manifest(path.parent)
+        wrong = {
+            k: manifest["options"].get(k)
+            for k, v in self.data_options.items()
+            if manifest["options"].get(k) != v
+        }
+        if wrong:
+            raise ValueError(
+                f"board {self.key!r} needs {self.data} prepared with {dict(self.data_options)}; "
+                f"{path.parent} was prepared with {wrong}: prepare it again"
+            )
+        entry = manifest["splits"]["test"]
+        return {
+            "name": self.data,
+            "test_sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            "problems": entry["problems"],
+            "inputs": [
+                {k: i[k] for k in ("path", "sha256", "revision") if k in i}
+                for i in manifest["inputs"]
+            ],
+        }
+
+    def make_env(self, mode: str | None = None, **extra: Any) -> Any:
         """A fresh env with the board's settings (``mode``: the board's, or ``"single"``)."""
         import mas_envs
 
         mode = self.mode if mode is None else mode
-        return mas_envs.make(self.env_id, mode=mode, split=self.split, **dict(self.kwargs))
+        kwargs = {**dict(self.kwargs), **extra}
+        if self.data:
+            kwargs["problems"] = {"test": str(self.data_file())}
+        return mas_envs.make(self.env_id, mode=mode, split=self.split, **kwargs)
 
 
 BOARDS: dict[str, BoardSpec] = {
-    b.env_id: b
+    b.key: b
     for b in [
         BoardSpec("mas/Sokoban-v0", 100),
         BoardSpec("mas/PlanPath-v0", 100),
@@ -122,15 +205,38 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/SokobanCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v0", 100),
         BoardSpec("mas/SudokuCode-v0", 100),
+        # The paper's code and math benchmarks, on files `mas-data prepare` writes: every test
+        # problem, as the publisher distributes the set.
+        BoardSpec(
+            "mas/Code-v0",
+            None,
+            name="livecodebench-v6",
+            data="livecodebench",
+            data_options={"release": "v6"},
+        ),
+        BoardSpec("mas/Code-v0", None, name="apps", data="apps", data_options={"slices": None}),
+        BoardSpec("mas/Code-v0", None, name="codecontests", data="codecontests"),
+        BoardSpec("mas/Math-v1", None, name="aime24", data="aime24"),
+        BoardSpec("mas/Math-v1", None, name="aime25", data="aime25"),
+        BoardSpec(
+            "mas/Math-v1",
+            None,
+            name="olympiadbench",
+            data="olympiadbench",
+            data_options={"config": "OE_TO_maths_en_COMP"},
+        ),
     ]
 }
-"""Every leaderboard, by env id (``leaderboards/README.md`` describes them)."""
+"""Every leaderboard, by name (``leaderboards/README.md`` describes them): an env id, or the
+name of a data board."""
 
 SUITES: dict[str, tuple[str, ...]] = {
     "games-v0": ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0"),
     "math-v0": ("mas/Math-v0",),
     "code-v0": ("mas/Code-v0",),
     "plan-code-v0": ("mas/SokobanCode-v0", "mas/PlanPathCode-v0", "mas/SudokuCode-v0"),
+    "paper-code-v0": ("livecodebench-v6", "apps", "codecontests"),
+    "paper-math-v0": ("aime24", "aime25", "olympiadbench"),
     "all-v0": (
         "mas/Sokoban-v0",
         "mas/PlanPath-v0",
@@ -142,7 +248,8 @@ SUITES: dict[str, tuple[str, ...]] = {
         "mas/SudokuCode-v0",
     ),
 }
-"""Benchmark suites: fixed, versioned lists of boards. Any board id is also a one-board suite."""
+"""Benchmark suites: fixed, versioned lists of boards. Any board is also a one-board suite.
+``paper-code-v0`` and ``paper-math-v0`` read prepared data (``--data DIR``, docs/data.md)."""
 
 
 def env_version(env_id: str) -> int:
@@ -158,9 +265,10 @@ def env_version(env_id: str) -> int:
 
 
 def board_task_ids(board: BoardSpec, episodes: int | None = None) -> list[Any]:
-    """The first N (default: the board's) task ids of the board's test split, in order."""
+    """The first N (default: the board's; all when it has no N) test task ids, in order."""
     n = board.episodes if episodes is None else episodes
-    return list(board.make_env().task_ids(board.split)[:n])
+    ids = board.make_env().task_ids(board.split)
+    return list(ids if n is None else ids[:n])
 
 
 # ---------------------------------------------------------------------------------- hashing
@@ -243,6 +351,7 @@ def play_board(
     episodes: int | None = None,
     prompts: str = "hash",
     progress: Callable[[str], None] | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Play one episode per board task with ``act`` (:func:`~mas_trainer.eval.play.play`).
 
@@ -254,26 +363,34 @@ def play_board(
             reject); None plays the board's N.
         prompts: ``"hash"`` logs each prompt's SHA-256; ``"full"`` also its text.
         progress: Called with a short status line after each batched step.
+        env_kwargs: Env arguments beyond the board's (an experiment such as the reasoner-count
+            scaling; recorded in ``env_kwargs``, so leaderboards reject the result).
 
     Returns:
-        The env section of a result file: ids, settings, task ids, episodes, aggregate, hashes.
+        The env section of a result file: the board, its data (data boards), ids, settings,
+        task ids, episodes, aggregate, hashes.
     """
     if prompts not in ("hash", "full"):
         raise ValueError(f"prompts must be 'hash' or 'full', got {prompts!r}")
     mode = board.mode if mode is None else mode
     task_ids = board_task_ids(board, episodes)
-    roles = list(board.make_env(mode).possible_agents) if task_ids else []
+    extra = dict(env_kwargs or {})
+    make_env = functools.partial(board.make_env, mode, **extra)
+    roles = list(make_env().possible_agents) if task_ids else []
 
     def report(done: int, total: int) -> None:
         if progress:
-            progress(f"{board.env_id}: {done}/{total} episodes done")
+            progress(f"{board.key}: {done}/{total} episodes done")
 
-    played = play(functools.partial(board.make_env, mode), task_ids, act, progress=report)
+    played = play(make_env, task_ids, act, progress=report)
     records = [episode_record(ep, roles, prompts) for ep in played]
-    return {
+    out: dict[str, Any] = {"board": board.key}
+    if board.data:
+        out["data"] = board.data_record()
+    return out | {
         "env_id": board.env_id,
         "env_version": env_version(board.env_id),
-        "env_kwargs": dict(board.kwargs),
+        "env_kwargs": {**dict(board.kwargs), **extra},
         "mode": mode,
         "split": board.split,
         "roles": roles,
@@ -322,12 +439,13 @@ def run_suite(
     command: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
     max_new_tokens: int | None = None,
+    data_dir: str | Path | None = None,
     **policy_options: Any,
 ) -> dict[str, Any]:
     """Run ``policy`` on every board of ``boards``; return a result file (a JSON-able dict).
 
     Args:
-        boards: Env ids of :data:`BOARDS`.
+        boards: Names of :data:`BOARDS`.
         policy: The policy string (:func:`~mas_trainer.eval.policies.resolve_policy`).
         name: The entry's display name (default: the policy string).
         mode: ``"mas"`` (the team) or ``"single"`` (the single-agent baseline).
@@ -337,17 +455,21 @@ def run_suite(
         progress: Status callback.
         max_new_tokens: Token limit per agent turn (None:
             :func:`~mas_trainer.eval.policies.default_max_new_tokens` over the boards).
+        data_dir: Where the data boards' prepared files are (default :data:`DEFAULT_DATA`).
         **policy_options: More :func:`~mas_trainer.eval.policies.resolve_policy` arguments.
+
+    Raises:
+        DataMissingError: A data board's prepared test file is missing.
     """
     for b in boards:
         if b not in BOARDS:
             raise KeyError(f"no board {b!r}; boards: {sorted(BOARDS)}")
     if max_new_tokens is None:
-        max_new_tokens, _ = default_max_new_tokens(policy, boards)
+        max_new_tokens, _ = default_max_new_tokens(policy, [BOARDS[b].env_id for b in boards])
     results = []
     setup: PolicySetup | None = None
     for b in boards:
-        board = BOARDS[b]
+        board = BOARDS[b].resolve(data_dir)
         roles = list(board.make_env(mode).possible_agents)
         # A model loads once per suite; reference policies start fresh on each board (the random
         # policy's generators are per episode index, so a board's draws never depend on another).
@@ -363,9 +485,21 @@ def run_suite(
             )
         )
     assert setup is not None
+    return result_file(name or policy, setup, results, prompts=prompts, command=command)
+
+
+def result_file(
+    name: str,
+    setup: PolicySetup,
+    results: Sequence[Mapping[str, Any]],
+    *,
+    prompts: str = "hash",
+    command: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """A result file of played boards (:func:`play_board` sections) with its metadata."""
     return {
         "format": RESULT_FORMAT,
-        "name": name or policy,
+        "name": name,
         "policy": setup.info,
         "model": setup.model,
         "sampling": setup.sampling,
@@ -376,7 +510,7 @@ def run_suite(
             "platform": platform.platform(),
             "prompts": prompts,
         },
-        "results": results,
+        "results": list(results),
     }
 
 

@@ -181,34 +181,50 @@ def dense_group_index(keys: list[object]) -> torch.Tensor:
 
 
 def advantages(
-    samples: Sequence[TrainSample], *, eps: float = 1e-6, drop_zero_var: bool = False
+    samples: Sequence[TrainSample],
+    *,
+    eps: float = 1e-6,
+    drop_zero_var: bool = False,
+    drop_low_mean: float = 0.0,
+    drop_low_std: float = 0.0,
 ) -> tuple[list[TrainSample], dict[str, float]]:
-    """Fill ``sample.advantage`` per AT-GRPO group (key ``sample.group``); maybe drop the
-    zero-variance groups.
+    """Fill ``sample.advantage`` per AT-GRPO group (key ``sample.group``); maybe drop groups.
+
+    The three filters are each computed over all of the step's groups and the union is left
+    out; the advantages of the groups kept do not change (groups are independent).
 
     Args:
         samples: One step's samples (rewards filled in), in any order.
         eps: Added to each group's std (``algo.adv_eps``).
         drop_zero_var: Leave the samples of zero-variance groups out of the returned list.
+        drop_low_mean: Leave out the ``floor(G * share)`` groups with the lowest mean reward
+            (:func:`low_mean_groups`; ``algo.drop_low_mean``, the paper's 0.3 for code and math).
+        drop_low_std: Leave out the share of groups with the lowest reward std
+            (:func:`low_std_groups`).
 
     Returns:
         The samples to train on, and the ``algo/*`` metrics (groups, zero-variance groups and
-        their share, mean absolute advantage, samples trained).
+        their share, groups dropped by each filter and in all, mean absolute advantage, samples
+        trained).
     """
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)  # (N,)
     index = dense_group_index([s.group for s in samples])  # (N,)
     adv, _ = group_advantages(rewards, index, eps=eps)  # (N,)
     zero = zero_variance_groups(rewards, index)  # (G,)
+    low_mean = low_mean_groups(rewards, index, drop_low_mean)  # (G,)
+    low_std = low_std_groups(rewards, index, drop_low_std)  # (G,)
+    dropped = low_mean | low_std | (zero if drop_zero_var else torch.zeros_like(zero))  # (G,)
     for s, a in zip(samples, adv.tolist(), strict=False):
         s.advantage = a
-    kept = list(samples)
-    if drop_zero_var:
-        keep = (~zero[index]).tolist()
-        kept = [s for s, k in zip(samples, keep, strict=False) if k]
+    keep = (~dropped[index]).tolist()  # (N,)
+    kept = [s for s, k in zip(samples, keep, strict=False) if k]
     metrics = {
         "algo/groups": float(zero.numel()),
         "algo/zero_var_groups": float(zero.sum()),
         "algo/zero_var_share": float(zero.float().mean()) if zero.numel() else 0.0,
+        "algo/groups_dropped_low_mean": float(low_mean.sum()),
+        "algo/groups_dropped_low_std": float(low_std.sum()),
+        "algo/groups_dropped": float(dropped.sum()),
         "algo/adv_abs_mean": float(adv.abs().mean()) if adv.numel() else 0.0,
         "algo/samples_trained": float(len(kept)),
     }

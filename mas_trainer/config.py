@@ -172,6 +172,13 @@ class AlgoConfig:
     """Epsilon in ``(r - mean) / (std + eps)``."""
     drop_zero_var: bool = False
     """Leave zero-variance groups (no signal) out of the update instead of training them at A=0."""
+    drop_low_mean: float = 0.0
+    """Share of each step's groups with the lowest mean reward left out of the update
+    (``floor(G * share)`` of all the step's groups, ties to the earlier group; metric
+    ``algo/groups_dropped_low_mean``). The paper's code and math runs drop 0.3."""
+    drop_low_std: float = 0.0
+    """Share of each step's groups with the lowest reward std left out of the update (ranked like
+    ``drop_low_mean``; metric ``algo/groups_dropped_low_std``)."""
     lora_r: int = 16
     """LoRA rank for ``per_role_lora``."""
     lora_alpha: int = 32
@@ -187,6 +194,11 @@ class AlgoConfig:
         )
         _check(self.kl_coef >= 0, f"algo.kl_coef must be >= 0, got {self.kl_coef}")
         _check(self.adv_eps > 0, f"algo.adv_eps must be > 0, got {self.adv_eps}")
+        for name in ("drop_low_mean", "drop_low_std"):
+            share = getattr(self, name)
+            _check(
+                0 <= share < 1, f"algo.{name} must be in [0, 1) (a share of groups), got {share}"
+            )
         _check(self.lora_r >= 1 and self.lora_alpha >= 1, "algo.lora_r and lora_alpha must be >= 1")
 
 

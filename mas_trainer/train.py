@@ -8,7 +8,9 @@ Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO)
   candidate. ``rollout.mode=parallel`` is the paper's parallel-sampling baseline instead.
 * **Groups and advantages.** Group key ``(root uid, t, i)``; ``A = (r - mean) / (std + eps)`` with
   the unbiased std of the group, on every completion token; singleton groups get 0; zero-variance
-  groups are counted (``algo/zero_var_groups``) and, with ``algo.drop_zero_var``, left out.
+  groups are counted (``algo/zero_var_groups``) and, with ``algo.drop_zero_var``, left out; the
+  paper's group filter leaves out the lowest-mean share of each step's groups
+  (``algo.drop_low_mean``, 0.3 for code and math; ``algo.drop_low_std`` by std).
 * **Loss.** PPO-clip on token ratios (``algo.clip_low``/``clip_high``, dual clip), token-mean over
   the mini-batch, optional k3 KL to the initial policy (``algo.kl_coef``, off by default), AdamW,
   gradient clip. One epoch over each step's samples; old log-probs are recomputed by the learner,
@@ -270,7 +272,11 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             metrics = result.metrics(roles)
             # 3.2 advantages within each (root, turn, agent) group
             batch, algo_metrics = at_grpo.advantages(
-                result.samples, eps=cfg.algo.adv_eps, drop_zero_var=cfg.algo.drop_zero_var
+                result.samples,
+                eps=cfg.algo.adv_eps,
+                drop_zero_var=cfg.algo.drop_zero_var,
+                drop_low_mean=cfg.algo.drop_low_mean,
+                drop_low_std=cfg.algo.drop_low_std,
             )
             metrics.update(algo_metrics)
             with _ctrl_c_after_the_step():  # a half-applied update is no state to save

@@ -9,6 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from mas_trainer.at_grpo import (  # noqa: E402
+    advantages,
     dense_group_index,
     group_advantages,
     group_means,
@@ -257,3 +258,38 @@ def test_lowest_share_rejects_bad_shares() -> None:
     with pytest.raises(ValueError, match="share must be in"):
         lowest_share(t([1.0]), -0.1)
     assert lowest_share(t([]), 0.3).tolist() == []
+
+
+def _samples(rewards: list[float], groups: list[int]) -> list:
+    from mas_trainer.samples import TrainSample
+
+    return [
+        TrainSample([1], [2], [0.0], reward=r, group=("root", g, "agent"))
+        for r, g in zip(rewards, groups, strict=True)
+    ]
+
+
+def test_advantages_drop_the_paper_share_of_lowest_mean_groups() -> None:
+    # REWARDS/GROUPS: means [0.5, 7, 2, 1.5]; drop_low_mean 0.3 of 4 groups -> 1: group 0.
+    samples = _samples(REWARDS, GROUPS)
+    kept, m = advantages(samples, drop_low_mean=0.3)
+    assert [s.group[1] for s in kept] == [1, 2, 2, 3, 3]
+    assert m["algo/groups_dropped_low_mean"] == 1.0 and m["algo/groups_dropped"] == 1.0
+    assert m["algo/samples_trained"] == 5.0
+    # Every sample got its group advantage first (the kept ones are unchanged by the drop).
+    adv, _ = group_advantages(t(REWARDS), torch.tensor(GROUPS))
+    assert [s.advantage for s in samples] == pytest.approx(adv.tolist(), abs=1e-6)
+
+
+def test_advantages_filters_are_a_union_over_all_groups() -> None:
+    # low std 0.5 -> groups 1 and 2 (std 0); low mean 0.5 -> groups 0 and 3; with zero-variance
+    # dropping on as well, the union is every group.
+    kept, m = advantages(
+        _samples(REWARDS, GROUPS), drop_zero_var=True, drop_low_mean=0.5, drop_low_std=0.5
+    )
+    assert kept == [] and m["algo/groups_dropped"] == 4.0
+    assert (m["algo/groups_dropped_low_mean"], m["algo/groups_dropped_low_std"]) == (2.0, 2.0)
+    kept, m = advantages(_samples(REWARDS, GROUPS), drop_zero_var=True)
+    assert m["algo/groups_dropped"] == 2.0 and len(kept) == 6  # groups 0 and 3 stay
+    kept, m = advantages(_samples(REWARDS, GROUPS))
+    assert len(kept) == 9 and m["algo/groups_dropped"] == 0.0

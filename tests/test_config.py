@@ -122,3 +122,15 @@ def test_every_field_is_documented_in_help():
         for f in dataclasses.fields(cls):
             assert docs.get(f.name), f"{section}.{f.name} has no docstring"
             assert f"--{section}.{f.name} " in text
+
+
+def test_group_filter_shares_are_validated_and_documented():
+    from mas_trainer.config import AlgoConfig, ConfigError, build_config, field_docs, help_text
+
+    cfg = build_config(overrides=["--algo.drop_low_mean", "0.3"])
+    assert cfg.algo.drop_low_mean == 0.3 and cfg.algo.drop_low_std == 0.0
+    for bad in ("1.0", "-0.1"):
+        with pytest.raises(ConfigError, match=r"algo.drop_low_mean must be in \[0, 1\)"):
+            build_config(overrides=["--algo.drop_low_mean", bad])
+    assert "0.3" in field_docs(AlgoConfig)["drop_low_mean"]
+    assert "--algo.drop_low_std FLOAT" in help_text()

@@ -166,10 +166,9 @@ def find_run(path: str | Path) -> RunRef | None:
     if not p.is_dir():
         return None
     if (config := _run_config(p)) is not None:
-        try:  # what a kill mid-save left (as opening the run does); read-only: read around it
+        # what a kill mid-save left, as opening the run does (read-only: read around it)
+        with contextlib.suppress(OSError):
             RunDir.recover(p)
-        except OSError:
-            pass
         return RunRef(p, config, latest_checkpoint(p))
     if (p / "trainer_state.json").is_file():
         config = _run_config(p.parent.parent)

@@ -119,6 +119,31 @@ def test_find_run_tells_run_checkpoint_policy_folder_and_model_folder_apart(tiny
     assert find_run("tiny:tiny") is None and find_run(tmp_path / "nope") is None
 
 
+def test_find_run_reads_a_run_killed_mid_save_as_its_newest_complete_checkpoint(
+    tiny_run, monkeypatch
+):
+    """A kill while step 3 was re-saved: its folder moved aside to .old-step-000003-<pid>, the new
+    copy never arrived, ``latest`` names it. mas-eval gets step 3 back (RunDir.recover); where the
+    folder cannot be written, the newest complete checkpoint there."""
+    import os
+
+    run, ckpt = tiny_run
+    dead = 2**22 + 12345  # above any pid_max: no such process
+    os.replace(ckpt, ckpt.parent / f".old-{ckpt.name}-{dead}")
+    ref = find_run(run)
+    assert ref.checkpoint == ckpt and (ckpt / "shared" / "config.json").is_file()
+    # A read-only run folder: recover fails; latest names a missing folder, step 1 is complete.
+    step1 = ckpt.parent / "step-000001"
+    os.rename(ckpt, step1)
+
+    def read_only(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(RunDir, "recover", staticmethod(read_only))
+    assert (ckpt.parent / "latest").read_text().strip() == ckpt.name
+    assert find_run(run).checkpoint == step1
+
+
 @pytest.mark.parametrize("which", ["plain", "policy_folder", "run", "checkpoint"])
 def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, capsys):
     run, ckpt = tiny_run

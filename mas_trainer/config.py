@@ -67,11 +67,27 @@ class ModelConfig:
     name: str = "tiny:tiny"
     """Model to train: a local path, a hub id, or ``tiny:<preset>`` (built in code, random init,
     no download; presets in ``mas_trainer.models``)."""
+    role_models: dict[str, str] = field(default_factory=dict)
+    """A base model per role (``per_role`` only), as JSON, e.g. ``'{"tool":
+    "Qwen/Qwen2.5-Coder-0.5B"}'``; roles not named start from ``model.name``. Each policy keeps
+    its own tokenizer: a sample's tokens are the ones its own policy's tokenizer made."""
     dtype: str = "float32"
-    """Parameter dtype: ``float32``, ``bfloat16`` or ``float16``."""
+    """Parameter dtype of the learner (its master weights and AdamW state): ``float32``,
+    ``bfloat16`` or ``float16``. Low-precision parameters lose AdamW updates that are below their
+    resolution: a learner refuses a learning rate that most of its weights cannot resolve."""
     autocast: str = "none"
-    """Autocast dtype of the learner's forward passes: ``none`` or ``bfloat16`` (faster training
-    on CPUs with AMX and on GPUs; sampling stays in the parameter dtype)."""
+    """Compute dtype of the learner's forward and backward passes: ``none`` (the parameter dtype)
+    or ``bfloat16`` (fp32 master weights with bf16 matmuls; on ``run.ray_sharding=fsdp`` this is
+    FSDP2's ``MixedPrecisionPolicy(param_dtype)``, gradients reduced in fp32)."""
+    engine_dtype: str = "auto"
+    """Weight dtype of the generation engine: ``auto`` (the compute dtype: ``autocast`` when set,
+    else ``dtype``), ``float32``, ``bfloat16`` or ``float16``. Engines with their own weights (vLLM,
+    Ray rollout actors) get copies in this dtype at every sync; the transformers engine, which
+    shares the learner's model, samples under autocast to it."""
+    engine_tp: int = 1
+    """``vllm``: tensor-parallel GPUs of each policy's engine (vLLM's ``tensor_parallel_size``)."""
+    gradient_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, ~30% more learner compute)."""
     device: str = "cpu"
     """Torch device of learners and engines: ``cpu``, ``cuda``, ``cuda:1``..."""
     engine_batch_size: int = 256
@@ -90,7 +106,30 @@ class ModelConfig:
         _check(bool(self.name), "model.name must be a path, a hub id or tiny:<preset>")
         _choice("model", "dtype", self.dtype, ("float32", "bfloat16", "float16"))
         _choice("model", "autocast", self.autocast, ("none", "bfloat16", "float16"))
+        _choice(
+            "model", "engine_dtype", self.engine_dtype, ("auto", "float32", "bfloat16", "float16")
+        )
         _check(self.engine_batch_size >= 1, "model.engine_batch_size must be >= 1")
+        _check(self.engine_tp >= 1, f"model.engine_tp must be >= 1, got {self.engine_tp}")
+        for role, name in self.role_models.items():
+            _check(
+                isinstance(name, str) and bool(name),
+                f"model.role_models[{role!r}] must be a model path, hub id or tiny:<preset>",
+            )
+
+    @property
+    def compute_dtype(self) -> str:
+        """The dtype the learner computes in: ``autocast`` when set, else ``dtype``."""
+        return self.dtype if self.autocast == "none" else self.autocast
+
+    @property
+    def engine_weights_dtype(self) -> str:
+        """The engine's weight dtype, ``auto`` resolved (see ``engine_dtype``)."""
+        return self.compute_dtype if self.engine_dtype == "auto" else self.engine_dtype
+
+    def model_for(self, role: str) -> str:
+        """The base model of ``role`` (``role_models``, else ``name``)."""
+        return self.role_models.get(role, self.name)
 
 
 @dataclass(frozen=True)
@@ -137,6 +176,10 @@ class RolloutConfig:
     """Send the env's system text as the chat's system message. ``false`` sends only the prompt
     (state, history, answer format): the tiny presets do, to halve the tokens a byte-level model
     reads; training, warm start and evaluation all use the same choice."""
+    enable_thinking: bool = False
+    """Passed as ``enable_thinking`` to every chat-template call (rollouts, warm start, evaluation,
+    vLLM and the OpenAI token and chat modes). Qwen3's template opens a thinking block unless it
+    is false; the paper turns thinking off. Templates without the switch ignore it."""
     prefetch: bool = True
     """Before the K texts of one state are stepped, hand them to the env's ``prefetch`` when it has
     one (Code, Math, the ``*Code`` games: their K programs run in one pooled sandbox call; on
@@ -286,6 +329,11 @@ class RunConfig:
     ray_learners: int = 1
     """``ray`` backend: data-parallel learner actors per policy (torch.distributed: gloo on CPU,
     NCCL on GPU)."""
+    ray_sharding: str = "replicate"
+    """``ray`` backend: how a policy's ``ray_learners`` ranks hold the model: ``replicate``
+    (data-parallel, a full copy each) or ``fsdp`` (FSDP2 ``fully_shard``: parameters, gradients and
+    AdamW state sharded across the ranks, so a policy's learner needs only 1/ranks of 16 bytes per
+    parameter on each GPU; ``model.autocast`` becomes its mixed-precision policy)."""
     ray_env_workers: int = 0
     """``ray`` backend: env-worker actors that step candidate branches (code execution); 0 steps
     envs in the driver."""
@@ -295,6 +343,7 @@ class RunConfig:
         _check(self.ray_gpus_per_policy >= 0, "run.ray_gpus_per_policy must be >= 0")
         _check(self.ray_learners >= 1, "run.ray_learners must be >= 1")
         _check(self.ray_env_workers >= 0, "run.ray_env_workers must be >= 0")
+        _choice("run", "ray_sharding", self.ray_sharding, ("replicate", "fsdp"))
         _check(self.save_every >= 0, "run.save_every must be >= 0")
         _check(self.log_transcripts >= 0, "run.log_transcripts must be >= 0")
         _check(self.threads >= 0, "run.threads must be >= 0")
@@ -310,10 +359,18 @@ class EvalConfig:
     """Evaluate every N RL steps as well (0 = only at step 0, after warm start, and at the end)."""
     split: str = "test"
     """Split evaluated: ``test`` (report) or ``validation`` (model selection)."""
+    select_every: int = 0
+    """Every N RL steps, play ``select_episodes`` greedy episodes of the validation split and keep
+    the best-scoring weights as ``checkpoints/best`` beside the latest checkpoint (0 = off). Model
+    selection never reads the test split; the run ends with a test evaluation of the best."""
+    select_episodes: int = 100
+    """Validation-split episodes per selection evaluation (``select_every``)."""
 
     def __post_init__(self) -> None:
         _check(self.episodes >= 1, f"eval.episodes must be >= 1, got {self.episodes}")
         _check(self.every >= 0, "eval.every must be >= 0")
+        _check(self.select_every >= 0, "eval.select_every must be >= 0")
+        _check(self.select_episodes >= 1, "eval.select_episodes must be >= 1")
         _choice("eval", "split", self.split, ("train", "validation", "test"))
 
 
@@ -329,6 +386,25 @@ class TrainConfig:
     run: RunConfig = field(default_factory=RunConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     preset: str = "custom"
+
+    def __post_init__(self) -> None:
+        # Checks that span two sections.
+        _check(
+            not self.model.role_models or self.algo.policy_map == "per_role",
+            "model.role_models (a base model per role) needs --algo.policy_map per_role, got "
+            f"{self.algo.policy_map!r}",
+        )
+        _check(
+            self.run.ray_sharding == "replicate" or self.run.backend == "ray",
+            "run.ray_sharding fsdp shards a policy over its Ray learner ranks: set --run.backend "
+            "ray (and --run.ray_learners >= 2), or --run.ray_sharding replicate",
+        )
+        _check(
+            self.run.ray_sharding == "replicate"
+            or (self.algo.kl_coef == 0 and self.algo.policy_map != "per_role_lora"),
+            "run.ray_sharding fsdp shards whole models without a KL reference: use algo.kl_coef 0 "
+            "and policy_map shared or per_role (or run.ray_sharding replicate)",
+        )
 
 
 SECTIONS = ("model", "env", "rollout", "algo", "optim", "run", "eval")

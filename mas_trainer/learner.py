@@ -18,6 +18,14 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
 3. one step of the learning-rate schedule (the schedule counts ``update`` calls, i.e. training
    steps, so ``total_steps`` is the run's number of steps).
 
+Precision: the parameters are the master weights and AdamW keeps its moments in their dtype. An
+AdamW step moves a weight by about ``lr``; a weight ``w`` stored in bf16 only changes when that
+step exceeds half its spacing, ``2^-8 |w|`` to ``2^-9 |w|`` (fp16: 2^-11, fp32: 2^-24), so at the
+paper's lr 1e-6 almost no bf16 weight of size ~0.02 ever moves. :func:`update_resolution`
+measures, on the actual weights, which share an update of size ``lr`` can move, and a learner on
+low-precision parameters whose learning rate cannot move most of them refuses to start
+(:data:`MIN_RESOLVABLE_SHARE`). Keep fp32 master weights and compute in bf16 (``dtype``: autocast).
+
 Sequences are right-padded prompt+completion; with right padding a causal model never lets a real
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
 runs only on the positions that predict completion tokens (prompt logits are never built). When
@@ -30,7 +38,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,6 +53,73 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 LR_SCHEDULES = ("constant", "cosine")
+
+MIN_RESOLVABLE_SHARE = 0.5
+"""A learner on bf16/fp16 parameters refuses a learning rate that can move fewer of its weights."""
+
+
+def update_resolution(tensors: Iterable[torch.Tensor], lr: float) -> tuple[float, float]:
+    """Which share of the weights an update of size ``lr`` changes, in their own dtype.
+
+    A float ``w`` with ``2^(e-1) <= |w| < 2^e`` has spacing ``2^(e-1) * eps`` (``eps`` of its
+    dtype: bf16 2^-7, fp16 2^-10, fp32 2^-23); rounding to nearest keeps ``w`` unless the update
+    exceeds half of it. AdamW's first step is exactly ``lr`` per weight (``m / sqrt(v) = +-1``) and
+    later ones are at most about that, so the share is an upper bound on what AdamW moves.
+
+    Args:
+        tensors: The trainable parameters (any float dtypes; DTensors are read by their local
+            shard).
+        lr: The update size.
+
+    Returns:
+        ``(share, lr_for_half)``: the share of elements an update of ``lr`` changes, and the
+        smallest update that changes at least half of them.
+    """
+    half_spacing: dict[float, int] = {}  # half the spacing -> how many elements have it
+    for t in tensors:
+        eps = torch.finfo(t.dtype).eps
+        local = t.to_local() if hasattr(t, "to_local") else t
+        for chunk in local.detach().reshape(-1).split(1 << 22):
+            exponent = torch.frexp(chunk.float())[1]  # |w| in [2^(e-1), 2^e)
+            exponent = torch.where(chunk == 0, torch.full_like(exponent, -1000), exponent)
+            values, counts = torch.unique(exponent, return_counts=True)
+            for e, n in zip(values.tolist(), counts.tolist(), strict=True):
+                key = 0.0 if e == -1000 else 2.0 ** (e - 2) * eps
+                half_spacing[key] = half_spacing.get(key, 0) + n
+    total = sum(half_spacing.values())
+    if total == 0:
+        return 1.0, 0.0
+    moved = sum(n for h, n in half_spacing.items() if lr > h)
+    seen, lr_for_half = 0, 0.0
+    for h in sorted(half_spacing):
+        seen += half_spacing[h]
+        if 2 * seen >= total:
+            lr_for_half = h
+            break
+    return moved / total, lr_for_half
+
+
+def check_update_precision(tensors: Iterable[torch.Tensor], lr: float, what: str = "") -> None:
+    """Refuse AdamW at ``lr`` on low-precision weights that it could barely move.
+
+    Raises:
+        ValueError: fewer than :data:`MIN_RESOLVABLE_SHARE` of the bf16/fp16 weights would change
+            in one step of size ``lr``; the message says what to set.
+    """
+    low = [t for t in tensors if t.dtype in (torch.bfloat16, torch.float16)]
+    if not low:
+        return
+    share, needed = update_resolution(low, lr)
+    if share < MIN_RESOLVABLE_SHARE:
+        dtype = str(low[0].dtype).removeprefix("torch.")
+        raise ValueError(
+            f"AdamW at lr {lr:g} on {dtype} parameters{what} would change only {share:.1%} of the "
+            f"weights per step: the rest are rounded back, since an update below half of a "
+            f"weight's {dtype} spacing is lost (a step of lr >= {needed:.2g} would move half of "
+            "them). Keep fp32 master weights and compute in bf16: --model.dtype float32 "
+            "--model.autocast bfloat16 (the paper's setting; Learner(dtype=torch.bfloat16) on "
+            "float32 parameters), or raise the learning rate."
+        )
 
 
 @dataclass
@@ -191,6 +266,7 @@ class Learner:
         else:
             named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
         self._params = dict(named)
+        check_update_precision(self._params.values(), lr)
 
         self.ref_model = ref_model
         if kl_coef > 0 and ref_model is None and adapter is None:
@@ -243,7 +319,7 @@ class Learner:
         grad_norms: list[float] = []
         for _ in range(self.epochs):
             for mini in self._mini_batches(samples):
-                mini_tokens = sum(len(samples[i].completion_ids) for i in mini)
+                mini_tokens = self._mini_tokens(samples, mini)
                 for batch in self._micro_batches(samples, mini):
                     logp = self._logprobs(batch)  # (b, Tc)
                     old = _pad([old_lp[i] for i in batch.index], logp.shape[1]).to(self.device)
@@ -307,7 +383,7 @@ class Learner:
         grad_norms = []
         try:
             for mini in self._mini_batches(samples):
-                mini_tokens = sum(len(samples[i].completion_ids) for i in mini)
+                mini_tokens = self._mini_tokens(samples, mini)
                 for batch in self._micro_batches(samples, mini):
                     loss = sft_loss(self._logprobs(batch, temperature=1.0, top_p=1.0), batch.mask)
                     (loss * (batch.n_tokens / mini_tokens)).backward()
@@ -381,6 +457,11 @@ class Learner:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return norm
+
+    def _mini_tokens(self, samples: Sequence[TrainSample], mini: list[int]) -> float:
+        """The denominator of a mini-batch's token mean: its completion tokens (a sharded learner
+        makes it the mean over ranks of the whole mini-batch's, so averaged gradients match)."""
+        return float(sum(len(samples[i].completion_ids) for i in mini))
 
     def _mini_batches(self, samples: Sequence[TrainSample]) -> Iterator[list[int]]:
         """Shuffled mini-batches; samples of the same prompt (a group's K candidates) stay adjacent.
@@ -458,13 +539,9 @@ class Learner:
         """``(b, Tc, V)`` logits at the positions that predict completion tokens."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         with self._autocast():
-            decoder = base.get_decoder()
-            if batch.prefix is not None:
-                hidden = self._shared_prefix_hidden(base, decoder, batch)  # (b, Tc, H)
-            else:
-                full = decoder(input_ids=batch.input_ids, use_cache=False).last_hidden_state
-                idx = batch.positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
-                hidden = full.gather(1, idx)  # (b, Tc, H)
+            if batch.prefix is None:
+                return completion_logits(base, batch.input_ids, batch.positions)
+            hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)  # (b, Tc, H)
             return base.get_output_embeddings()(hidden)  # (b, Tc, V)
 
     def _shared_prefix_hidden(self, base: Any, decoder: Any, batch: _Batch) -> torch.Tensor:
@@ -548,6 +625,15 @@ class Learner:
         if self.dtype is None:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def completion_logits(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """``(b, Tc, V)`` logits of a causal LM at ``positions`` only (the LM head never runs on the
+    prompt): the decoder over ``input_ids`` ``(b, L)``, its hidden states gathered at
+    ``positions`` ``(b, Tc)``, then the output embeddings."""
+    full = model.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state  # (b, L, H)
+    idx = positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
+    return model.get_output_embeddings()(full.gather(1, idx))  # (b, Tc, V)
 
 
 def _pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:

@@ -10,6 +10,7 @@ Layout of ``runs/<name>/``::
     summary.json         held-out success before / after warm start / after RL, wall time
     checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>.pt + trainer_state.json
     checkpoints/latest   name of the newest complete checkpoint
+    checkpoints/best/    the weights the validation split chose (``eval.select_every``), same layout
 
 A checkpoint is either fully there or not there, whenever the process is killed:
 
@@ -295,19 +296,24 @@ class RunDir:
             if own.exists() and own.stat().st_size > int(size):
                 os.truncate(own, int(size))  # flushed at the save: a record boundary
 
-    def save_checkpoint(self, step: int, write: Callable[[Path], None]) -> Path:
+    def save_checkpoint(
+        self, step: int, write: Callable[[Path], None], *, tag: str | None = None
+    ) -> Path:
         """Save a checkpoint atomically: after a kill at any instant it is fully there or not.
 
         Args:
             step: The training step; the checkpoint is ``checkpoints/step-<step>``.
             write: Fills the (temporary) folder it is given with the checkpoint's files.
+            tag: Save as ``checkpoints/<tag>`` instead (e.g. ``best``, the model selection's
+                pick): replaced atomically, never pruned, and ``latest`` is left alone.
 
         Returns:
             The final checkpoint folder.
         """
         root = self.path / "checkpoints"
-        final = root / f"step-{step:06d}"
-        tmp = root / f".tmp-step-{step:06d}-{os.getpid()}"
+        name = tag or f"step-{step:06d}"
+        final = root / name
+        tmp = root / f".tmp-{name}-{os.getpid()}"
         if tmp.exists():
             shutil.rmtree(tmp)
         tmp.mkdir()
@@ -324,6 +330,8 @@ class RunDir:
         else:
             os.replace(tmp, final)
             _fsync_dir(root)
+        if tag is not None:
+            return final
         _point_latest(root, final.name)
         for old in sorted(root.glob("step-*"))[:-KEEP_CHECKPOINTS]:
             if old != final:
@@ -338,14 +346,14 @@ class RunDir:
     def recover(path: str | Path) -> None:
         """Repair what a kill mid-save left in ``path/checkpoints`` (see the module docstring).
 
-        A ``.old-step-N`` whose ``step-N`` is missing goes back in place; temporary, ``.old`` and
-        ``.del`` folders of processes that are gone are deleted; ``latest`` is pointed at the
-        newest complete checkpoint when it points at none.
+        A ``.old-step-N`` (or ``.old-best``) whose ``step-N`` (``best``) is missing goes back in
+        place; temporary, ``.old`` and ``.del`` folders of processes that are gone are deleted;
+        ``latest`` is pointed at the newest complete checkpoint when it points at none.
         """
         root = Path(path) / "checkpoints"
         if not root.is_dir():
             return
-        for old in sorted(root.glob(".old-step-*")):
+        for old in sorted([*root.glob(".old-step-*"), *root.glob(".old-best-*")]):
             name, owner = old.name[len(".old-") :].rsplit("-", 1)
             if _alive_other(owner):
                 continue
@@ -354,7 +362,11 @@ class RunDir:
                 _fsync_dir(root)
             else:
                 _remove(old)
-        for leftover in [*root.glob(".tmp-step-*"), *root.glob(".del-*")]:
+        for leftover in [
+            *root.glob(".tmp-step-*"),
+            *root.glob(".tmp-best-*"),
+            *root.glob(".del-*"),
+        ]:
             if not _alive_other(leftover.name.rsplit("-", 1)[-1]):
                 shutil.rmtree(leftover, ignore_errors=True)
         (root / ".latest.tmp").unlink(missing_ok=True)

@@ -5,6 +5,14 @@ that trains it. ``algo.policy_map`` decides how many there are (:func:`role_poli
 ``shared`` policy for every role, or one per role (``per_role``: a model each; ``per_role_lora``:
 one frozen base with one LoRA adapter per role).
 
+Each policy has its own tokenizer (``Policy.tokenizer``): with ``model.role_models`` the roles of
+a team can start from different base models (the paper paired Qwen3-1.7B with
+Qwen2.5-Coder-0.5B), and a sample's token ids are always the ones its own policy's tokenizer made.
+
+Precision: the learner's parameters (``model.dtype``) are the master weights that checkpoints keep
+(so a resumed run continues bit for bit); engines with their own weights get copies in
+``model.engine_dtype`` at every sync (:func:`engine_weights`).
+
 * :func:`build_policies` loads the model(s) and wraps each in a transformers engine (the single-
   process backend; the Ray backend's builder is :func:`mas_trainer.distributed.build.
   build_ray_policies`, and ``--model.engine vllm`` swaps in vLLM engines afterwards:
@@ -45,11 +53,13 @@ __all__ = [
     "Policy",
     "PolicyLearner",
     "build_policies",
+    "engine_weights",
     "load_checkpoint_engines",
     "make_learner",
     "role_policies",
     "save_checkpoint",
     "sync_engines",
+    "tokenizers_of",
 ]
 
 
@@ -80,6 +90,7 @@ class Policy:
         engine: Generates with this policy (shares ``model`` on one device: sync is a no-op).
         learner: The PPO-clip learner of this policy (set by the train loop).
         adapter: The LoRA adapter name (``per_role_lora`` only).
+        tokenizer: This policy's tokenizer (chat template, stop and pad ids).
         learner_factory: How :func:`make_learner` builds this policy's learners; None builds a
             local :class:`~mas_trainer.learner.Learner` on ``model`` (the Ray backend builds
             remote learners; a colocated vLLM engine, learners that put it to sleep first).
@@ -91,6 +102,12 @@ class Policy:
     learner: PolicyLearner | None = None
     adapter: str | None = None
     learner_factory: LearnerFactory | None = None
+    tokenizer: Any = None
+
+
+def tokenizers_of(policies: Mapping[str, Policy]) -> dict[str, Any]:
+    """Each policy's tokenizer, by policy name (what rollouts, evaluation and warm start take)."""
+    return {name: pol.tokenizer for name, pol in policies.items()}
 
 
 def role_policies(cfg: TrainConfig, roles: Sequence[str]) -> dict[str, str]:
@@ -102,8 +119,13 @@ def role_policies(cfg: TrainConfig, roles: Sequence[str]) -> dict[str, str]:
 
 def build_policies(
     cfg: TrainConfig, policy_names: list[str], load_from: Path | None
-) -> tuple[dict[str, Policy], Any]:
+) -> dict[str, Policy]:
     """Load the model(s), wrap each policy with a transformers engine (learners come later).
+
+    Policies that start from the same model (all of them unless ``model.role_models`` names
+    others) load it once and copy it. On low-precision parameters, a learning rate that AdamW could
+    not resolve fails here, before any evaluation runs (:func:`~mas_trainer.learner.
+    check_update_precision`).
 
     Args:
         cfg: The run config.
@@ -111,18 +133,38 @@ def build_policies(
         load_from: A checkpoint folder to resume from, or None (start from ``model.name``).
 
     Returns:
-        ``name -> Policy`` and the policies' tokenizer.
+        ``name -> Policy``, each with its model, engine and tokenizer.
     """
     import torch
 
     from mas_trainer.engines.transformers import TransformersEngine
+    from mas_trainer.learner import check_update_precision
     from mas_trainer.models import load_model
 
     dtype = getattr(torch, cfg.model.dtype)
+    sample_dtype = getattr(torch, cfg.model.engine_weights_dtype)
     dev = cfg.model.device
 
     def load(name: str) -> tuple[Any, Any]:
         return load_model(name, device=dev, dtype=dtype, seed=cfg.run.seed)
+
+    def engine(model: Any, tokenizer: Any, adapter: str | None = None) -> TransformersEngine:
+        return TransformersEngine(
+            model,
+            tokenizer,
+            batch_size=cfg.model.engine_batch_size,
+            adapter=adapter,
+            autocast=sample_dtype,
+        )
+
+    def check(model: Any) -> None:
+        for steps, lr, what in (
+            (cfg.optim.steps, cfg.optim.lr, " (optim.lr)"),
+            (cfg.optim.warmstart_steps, cfg.optim.warmstart_lr, " (optim.warmstart_lr)"),
+        ):
+            if steps:
+                params = [p for p in model.parameters() if p.requires_grad]
+                check_update_precision(params, lr, what)
 
     policies: dict[str, Policy] = {}
     if cfg.algo.policy_map == "per_role_lora":
@@ -131,25 +173,26 @@ def build_policies(
         base, tokenizer = load(str(load_from / "base") if load_from else cfg.model.name)
         # Fresh adapters; on resume the learners' state restores each adapter's trained weights.
         model = add_lora_adapters(base, policy_names, r=cfg.algo.lora_r, alpha=cfg.algo.lora_alpha)
+        check(model)
         for name in policy_names:
-            engine = TransformersEngine(
-                model, tokenizer, batch_size=cfg.model.engine_batch_size, adapter=name
+            policies[name] = Policy(
+                name, model, engine(model, tokenizer, name), adapter=name, tokenizer=tokenizer
             )
-            policies[name] = Policy(name, model, engine, adapter=name)
-        return policies, tokenizer
-    first_model, tokenizer = load(str(load_from / policy_names[0]) if load_from else cfg.model.name)
-    for i, name in enumerate(policy_names):
-        if load_from and i > 0:
-            model, _ = load(str(load_from / name))
+        return policies
+    loaded: dict[str, tuple[Any, Any]] = {}
+    for name in policy_names:
+        source = str(load_from / name) if load_from else cfg.model.model_for(name)
+        if source in loaded:  # same start as an earlier policy: an independent copy
+            model, tokenizer = copy.deepcopy(loaded[source][0]), loaded[source][1]
         else:
-            model = first_model if i == 0 else copy.deepcopy(first_model)
-        engine = TransformersEngine(model, tokenizer, batch_size=cfg.model.engine_batch_size)
-        policies[name] = Policy(name, model, engine)
-    return policies, tokenizer
+            model, tokenizer = loaded[source] = load(source)
+            check(model)
+        policies[name] = Policy(name, model, engine(model, tokenizer), tokenizer=tokenizer)
+    return policies
 
 
 def make_learner(
-    cfg: TrainConfig, policy: Policy, tokenizer: Any, *, lr: float, mini_batch_size: int
+    cfg: TrainConfig, policy: Policy, *, lr: float, mini_batch_size: int
 ) -> PolicyLearner:
     """A learner for ``policy`` (the warm start and RL each get their own optimiser state)."""
     import torch
@@ -172,22 +215,44 @@ def make_learner(
         kl_coef=cfg.algo.kl_coef,  # the learner keeps a frozen copy of the policy as reference
         dtype=None if cfg.model.autocast == "none" else getattr(torch, cfg.model.autocast),
         adapter=policy.adapter,
-        pad_token_id=tokenizer.pad_token_id,
+        pad_token_id=policy.tokenizer.pad_token_id,
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
         seed=cfg.run.seed,
     )
 
 
-def sync_engines(policies: Mapping[str, Policy]) -> None:
-    """Give engines that hold their own weights (vLLM, remote) the learners' (no-op when shared)."""
+def engine_weights(model: Any, dtype: str) -> Mapping[str, Any]:
+    """A policy's weights as its engine takes them: every tensor cast to ``dtype``
+    (``model.engine_dtype``; bf16 copies of fp32 master weights). A Ray policy's
+    :class:`~mas_trainer.distributed.handles.RemoteModel` gathers them on its learner ranks (from
+    the shards, with FSDP) and casts them there."""
+    import torch
+
+    if hasattr(model, "engine_weights"):
+        return model.engine_weights(dtype)
+    target = getattr(torch, dtype)
+    return {k: v.detach().to(target) for k, v in model.state_dict().items()}
+
+
+def sync_engines(policies: Mapping[str, Policy], dtype: str = "float32") -> None:
+    """Give engines that hold their own weights (vLLM, remote) the learners' weights, cast to
+    ``dtype`` (``model.engine_weights_dtype``); a no-op for engines that share the model."""
     for pol in policies.values():
         if getattr(pol.engine, "model", pol.model) is not pol.model:
-            pol.engine.load_weights(pol.model.state_dict())
+            pol.engine.load_weights(engine_weights(pol.model, dtype))
 
 
 def save_checkpoint(
-    run: RunDir, step: int, policies: Mapping[str, Policy], tokenizer: Any, state: dict[str, Any]
+    run: RunDir,
+    step: int,
+    policies: Mapping[str, Policy],
+    state: dict[str, Any],
+    *,
+    tag: str | None = None,
 ) -> Path:
-    """Checkpoint every policy (HF folder + learner state) and the trainer state, atomically."""
+    """Checkpoint every policy (HF folder of its master weights, its tokenizer, learner state) and
+    the trainer state, atomically. ``tag="best"`` writes ``checkpoints/best`` instead of
+    ``checkpoints/step-N`` (it neither moves ``latest`` nor counts toward the kept ones)."""
     import torch
 
     def write(folder: Path) -> None:
@@ -201,17 +266,17 @@ def save_checkpoint(
                 if "lora_" not in k
             }
             base.save_pretrained(folder / "base", state_dict=clean)
-            tokenizer.save_pretrained(folder / "base")
+            next(iter(policies.values())).tokenizer.save_pretrained(folder / "base")
             model.save_pretrained(folder / "adapters")
         for name, pol in policies.items():
             if not lora:
                 pol.model.save_pretrained(folder / name)
-                tokenizer.save_pretrained(folder / name)
+                pol.tokenizer.save_pretrained(folder / name)
             if pol.learner is not None:
                 torch.save(pol.learner.state_dict(), folder / f"learner-{name}.pt")
         (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
 
-    return run.save_checkpoint(step, write)
+    return run.save_checkpoint(step, write, tag=tag)
 
 
 def load_checkpoint_engines(
@@ -220,7 +285,7 @@ def load_checkpoint_engines(
     """Load every policy of a checkpoint folder (``checkpoints/step-N``) as greedy-ready engines.
 
     Returns:
-        ``(engines by policy name, tokenizer, policy_of role -> policy)``.
+        ``(engines by policy name, tokenizers by policy name, policy_of role -> policy)``.
     """
     from mas_trainer.engines.transformers import TransformersEngine
     from mas_trainer.models import load_model
@@ -229,6 +294,7 @@ def load_checkpoint_engines(
     state = json.loads((folder / "trainer_state.json").read_text())
     names = sorted(set(state["policy_of"].values()))
     engines: dict[str, Any] = {}
+    tokenizers: dict[str, Any] = {}
     if (folder / "base").is_dir():  # per_role_lora: one base, one adapter per policy
         peft = require("peft", purpose="a per_role_lora checkpoint")
         base, tokenizer = load_model(str(folder / "base"), device=device, dtype=dtype)
@@ -240,8 +306,9 @@ def load_checkpoint_engines(
         lora.eval()
         for name in names:
             engines[name] = TransformersEngine(lora, tokenizer, batch_size=batch_size, adapter=name)
+            tokenizers[name] = tokenizer
     else:
         for name in names:
-            model, tokenizer = load_model(str(folder / name), device=device, dtype=dtype)
-            engines[name] = TransformersEngine(model, tokenizer, batch_size=batch_size)
-    return engines, tokenizer, dict(state["policy_of"])
+            model, tokenizers[name] = load_model(str(folder / name), device=device, dtype=dtype)
+            engines[name] = TransformersEngine(model, tokenizers[name], batch_size=batch_size)
+    return engines, tokenizers, dict(state["policy_of"])

@@ -1,5 +1,15 @@
 """The named presets of ``mas-train`` (``mas-train PRESET``), as plain tables.
 
+Two families:
+
+* **tiny CPU presets** (``*-tiny``): a model built in code that learns on a laptop CPU in minutes;
+* **paper presets** (``<task>-qwen3-<size>[-<variant>]``): one per cell of the paper's Tables 1-2,
+  generated from :data:`PAPER_ROWS` (task x model size: env id, tasks per step, response tokens,
+  steps) x :data:`PAPER_VARIANTS` (the table's rows: AT-GRPO per-role, shared, and the baselines),
+  over one block of values the paper's runs share (:func:`_paper_common`) and the resources of each
+  model size (:data:`PAPER_SCALE`). To add a task (code, math), append a :class:`PaperRow`; its
+  five variants appear at once. ``docs/reproduce.md`` maps every preset to its paper row.
+
 Each preset is ``{section: {field: value}}`` over the defaults of
 :class:`~mas_trainer.config.TrainConfig`; :data:`mas_trainer.config.PRESETS` holds them as
 validated configs (built, and so checked, on import). ``mas-train --help PRESET`` prints every
@@ -8,9 +18,10 @@ field with its value in that preset.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_PRESET", "PRESETS"]
+__all__ = ["DEFAULT_PRESET", "PAPER_ROWS", "PAPER_VARIANTS", "PRESETS", "PaperRow", "paper_presets"]
 
 Table = dict[str, Any]
 Preset = dict[str, Table]
@@ -51,6 +62,148 @@ def _tiny_preset(env: Table, max_new_tokens: int, temperature: float = 1.0) -> P
 # every tuning run; on 4x4 the same recipe went 22% -> 40% in the RL phase (docs/trainer.md).
 _PLANPATH_TINY_ENV = {"rows": 4, "cols": 4, "wall_prob": 0.1}
 
+# ----------------------------------------------------------------------------- paper presets (GPU)
+
+
+@dataclass(frozen=True)
+class PaperRow:
+    """One task at one model size of the paper's tables, with the values its scripts ran.
+
+    Attributes:
+        task: Preset name prefix (``plan-path``).
+        env_id: The registered env (the game tool agents write and run code: ``*Code`` ids).
+        size: Model size in the preset name (``1.7b``, ``8b``; :data:`PAPER_MODELS`).
+        tasks_per_step: Root tasks per RL step (x K candidates per turn and agent).
+        max_new_tokens: Response tokens per agent turn.
+        steps: RL steps.
+        env_options: Env constructor arguments (the ids' defaults are the paper's boards).
+    """
+
+    task: str
+    env_id: str
+    size: str
+    tasks_per_step: int
+    max_new_tokens: int
+    steps: int
+    env_options: Table = field(default_factory=dict)
+
+    def name(self, variant: str = "") -> str:
+        return f"{self.task}-qwen3-{self.size}{variant}"
+
+
+PAPER_MODELS = {"1.7b": "Qwen/Qwen3-1.7B", "8b": "Qwen/Qwen3-8B"}
+"""The base model of each size (a hub id; ``--model.name /path`` for a local copy)."""
+
+PAPER_ROWS: list[PaperRow] = [
+    # task       env id (code tool)       size   tasks/step  response tokens  steps
+    PaperRow("plan-path", "mas/PlanPathCode-v0", "1.7b", 128, 4096, 200),
+    PaperRow("plan-path", "mas/PlanPathCode-v0", "8b", 128, 4096, 200),
+    PaperRow("sokoban", "mas/SokobanCode-v0", "1.7b", 64, 2048, 200),
+    PaperRow("sokoban", "mas/SokobanCode-v0", "8b", 32, 2048, 200),
+    PaperRow("sudoku", "mas/SudokuCode-v0", "1.7b", 64, 4096, 400),
+    PaperRow("sudoku", "mas/SudokuCode-v0", "8b", 64, 4096, 400),
+]
+"""The paper's game rows (Table 1; values from its scripts, REFERENCE.md and issue 12)."""
+
+_UNTRAINED: Preset = {
+    "optim": {"steps": 0},
+    "algo": {"policy_map": "shared"},
+    "run": {"backend": "local", "ray_sharding": "replicate"},
+}
+
+PAPER_VARIANTS: dict[str, tuple[str, Preset]] = {
+    "": ("MAS + AT-GRPO, per-role policies", {"algo": {"policy_map": "per_role"}}),
+    "-shared": ("MAS + AT-GRPO, shared policy", {"algo": {"policy_map": "shared"}}),
+    "-prompting": ("MAS prompting (no training)", _UNTRAINED),
+    "-single": ("single agent (no training)", {**_UNTRAINED, "env": {"mode": "single"}}),
+    "-single-grpo": (
+        "single agent + GRPO",
+        {"env": {"mode": "single"}, "algo": {"policy_map": "shared"}},
+    ),
+}
+"""The rows of the paper's tables: preset-name suffix -> (row, what the variant sets). The
+untrained rows evaluate the base model only (``optim.steps 0``: held-out success at step 0 is the
+row's number); they run on one GPU whatever the size."""
+
+PAPER_SCALE: dict[str, Preset] = {
+    # One GPU (an H200 holds both per-role policies: docs/scale_out.md has the memory plan).
+    "1.7b": {"model": {"engine_batch_size": 256}, "optim": {"micro_batch_size": 4}},
+    # A full fine-tune of 8B is 16 bytes/parameter = 131 GB per policy: FSDP2 over the 4 GPUs of
+    # each policy's Ray pool (33 GB each), vLLM tensor-parallel over 2 of them (the paper's TP).
+    "8b": {
+        "model": {"engine_batch_size": 128, "engine_tp": 2},
+        "optim": {"micro_batch_size": 2},
+        "run": {
+            "backend": "ray",
+            "ray_gpus_per_policy": 4,
+            "ray_learners": 4,
+            "ray_sharding": "fsdp",
+        },
+    },
+}
+"""Resources and batch shapes of each model size (memory only: no value the algorithm sees)."""
+
+
+def _paper_common(row: PaperRow) -> Preset:
+    """What every paper run shares: fp32 master weights with bf16 compute (the engine gets bf16
+    copies), Qwen3's chat template with thinking off, one temperature for sampling and learner,
+    K=4, 16 prompts x K = 64 samples per optimizer step, the paper's PPO-clip and AdamW values."""
+    return dict(
+        model={
+            "name": PAPER_MODELS[row.size],
+            "dtype": "float32",
+            "autocast": "bfloat16",
+            "engine_dtype": "bfloat16",
+            "device": "cuda",
+            "engine": "vllm",
+            "engine_memory": 0.4,
+            "gradient_checkpointing": True,
+        },
+        env={"id": row.env_id, "mode": "mas", "max_turns": 3, "options": dict(row.env_options)},
+        rollout={
+            "mode": "tree",
+            "k": 4,
+            "tasks_per_step": row.tasks_per_step,
+            "max_new_tokens": row.max_new_tokens,
+            "temperature": 0.6,
+            "top_p": 1.0,
+            "enable_thinking": False,
+            "system_message": True,
+        },
+        algo={"clip_low": 0.2, "clip_high": 0.2, "dual_clip": 3.0, "kl_coef": 0.0},
+        optim={
+            "steps": row.steps,
+            "lr": 1e-6,
+            "weight_decay": 0.01,
+            "grad_clip": 1.0,
+            "mini_batch_size": 64,
+            "warmstart_steps": 0,
+        },
+        run={"save_every": 20},
+        eval={"episodes": 100, "every": 0, "select_every": 20, "select_episodes": 100},
+    )
+
+
+def _merge(*presets: Preset) -> Preset:
+    """Section-wise merge: later presets override earlier ones field by field."""
+    out: Preset = {}
+    for preset in presets:
+        for section, fields in preset.items():
+            out[section] = {**out.get(section, {}), **fields}
+    return out
+
+
+def paper_presets(rows: list[PaperRow] | None = None) -> dict[str, Preset]:
+    """Every (row x variant) preset, by name (``plan-path-qwen3-1.7b-shared``)."""
+    return {
+        row.name(suffix): _merge(_paper_common(row), PAPER_SCALE[row.size], variant)
+        for row in (PAPER_ROWS if rows is None else rows)
+        for suffix, (_, variant) in PAPER_VARIANTS.items()
+    }
+
+
+# ---------------------------------------------------------------------------------------- presets
+
 PRESETS: dict[str, Preset] = {
     # The embedded default: learns on 2 CPU cores in ~8 minutes (docs/trainer.md has the numbers).
     # Sampling at 0.7 during RL (the learner scores at the same temperature) keeps the candidates
@@ -62,65 +215,7 @@ PRESETS: dict[str, Preset] = {
         {"id": "mas/Sokoban-v0", "options": {"width": 5, "height": 5}}, 24
     ),
     "sudoku-tiny": _tiny_preset({"id": "mas/Sudoku-v0", "options": {"size": 4}}, 48),
-    # GPU presets mirror the paper's settings (REFERENCE.md): K=4, 64 problems per step,
-    # clip 0.2 with
-    # dual clip 3, no KL, lr 1e-6, mini-batch 16, 1 epoch, 200+ steps, per-role models.
-    "plan-path-qwen3-1.7b": dict(
-        model={
-            "name": "Qwen/Qwen3-1.7B",
-            "dtype": "bfloat16",
-            "device": "cuda",
-            "engine_batch_size": 128,
-        },
-        env={"id": "mas/PlanPath-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048, "temperature": 1.0},
-        algo={"policy_map": "per_role"},
-        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
-        run={"save_every": 20},
-        eval={"episodes": 100, "every": 20},
-    ),
-    "plan-path-qwen3-8b": dict(
-        model={
-            "name": "Qwen/Qwen3-8B",
-            "dtype": "bfloat16",
-            "device": "cuda",
-            "engine_batch_size": 64,
-        },
-        env={"id": "mas/PlanPath-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
-        algo={"policy_map": "per_role"},
-        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
-        run={"save_every": 20},
-        eval={"episodes": 100, "every": 20},
-    ),
-    "sokoban-qwen3-8b": dict(
-        model={
-            "name": "Qwen/Qwen3-8B",
-            "dtype": "bfloat16",
-            "device": "cuda",
-            "engine_batch_size": 64,
-        },
-        env={"id": "mas/Sokoban-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
-        algo={"policy_map": "per_role"},
-        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
-        run={"save_every": 20},
-        eval={"episodes": 100, "every": 20},
-    ),
-    "sudoku-qwen3-1.7b": dict(
-        model={
-            "name": "Qwen/Qwen3-1.7B",
-            "dtype": "bfloat16",
-            "device": "cuda",
-            "engine_batch_size": 128,
-        },
-        env={"id": "mas/Sudoku-v0", "max_turns": 3},
-        rollout={"k": 4, "tasks_per_step": 64, "max_new_tokens": 2048},
-        algo={"policy_map": "per_role"},
-        optim={"steps": 200, "lr": 1e-6, "mini_batch_size": 16},
-        run={"save_every": 20},
-        eval={"episodes": 100, "every": 20},
-    ),
+    **paper_presets(),
 }
 """Named presets, as ``{section: {field: value}}`` over the defaults of
 :class:`~mas_trainer.config.TrainConfig`; ``plan-path-tiny`` is what ``mas-train`` runs with no

@@ -32,7 +32,7 @@ when the programs run.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -45,10 +45,12 @@ from mas_trainer.samples import TrainSample
 __all__ = [
     "Episode",
     "RolloutResult",
+    "Tokenizers",
     "TreeRollout",
     "encode_prompt",
     "env_factory",
     "episode_ended",
+    "policy_tokenizers",
     "prefetch_texts",
 ]
 
@@ -88,18 +90,46 @@ class _Tokenizer(Protocol):
     def decode(self, token_ids: Any, **kwargs: Any) -> str: ...
 
 
+Tokenizers = _Tokenizer | Mapping[str, _Tokenizer]
+"""One tokenizer shared by every policy, or one per policy name (a team of different models)."""
+
+
+def policy_tokenizers(tokenizers: Tokenizers, policies: Iterable[str]) -> dict[str, _Tokenizer]:
+    """``{policy: tokenizer}`` for ``policies``: a shared tokenizer for each, or the mapping's own.
+
+    Raises:
+        KeyError: the mapping lacks a tokenizer for one of ``policies``.
+    """
+    names = sorted(set(policies))
+    if not isinstance(tokenizers, Mapping):
+        return dict.fromkeys(names, tokenizers)
+    missing = [n for n in names if n not in tokenizers]
+    if missing:
+        raise KeyError(f"no tokenizer for policies {missing} (have {sorted(tokenizers)})")
+    return {n: tokenizers[n] for n in names}
+
+
 def encode_prompt(
-    tokenizer: _Tokenizer, observation: Mapping[str, str], *, system: bool = True
+    tokenizer: _Tokenizer,
+    observation: Mapping[str, str],
+    *,
+    system: bool = True,
+    enable_thinking: bool = False,
 ) -> list[int]:
     """Chat-format one agent observation (system text + user prompt) into prompt token ids.
 
     Each (agent, turn) call is one single-turn chat, as in the paper: the env writes the history
     the agent needs into its prompt. ``system=False`` leaves the system message out.
+    ``enable_thinking`` goes to the chat template (``rollout.enable_thinking``): Qwen3's opens a
+    thinking block unless it is false (then the prompt ends with an empty one); templates
+    without the switch ignore it.
     """
     messages = [{"role": "user", "content": observation["prompt"]}]
     if system:
         messages.insert(0, {"role": "system", "content": observation["system"]})
-    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
+    ids = tokenizer.apply_chat_template(
+        messages, add_generation_prompt=True, tokenize=True, enable_thinking=enable_thinking
+    )
     if isinstance(ids, Mapping) or hasattr(
         ids, "input_ids"
     ):  # transformers 5 returns a BatchEncoding
@@ -192,7 +222,8 @@ class TreeRollout:
     Args:
         make_env: Builds a fresh env (same id, mode, difficulty) for each root.
         engines: The generation engine of each policy name.
-        tokenizer: Chat template and decoder shared by the policies.
+        tokenizer: Chat template and decoder: one shared by the policies, or one per policy name
+            (each policy's prompts are encoded and its completions decoded by its own).
         policy_of: The policy name that plays each role (e.g. ``{"tool": "shared", ...}``).
         k: Candidates per (turn, agent) (tree) or episodes per task (parallel).
         params: Sampling settings (``mas_trainer.engines.SamplingParams``).
@@ -203,6 +234,7 @@ class TreeRollout:
             :class:`Episode`.
         system_message: Send the env's system text as a system message (see
             :func:`encode_prompt`).
+        enable_thinking: The chat template's thinking switch (see :func:`encode_prompt`).
         prefetch: Hand the texts about to be stepped from one state to the env's ``prefetch``
             when its class has one (see the module docstring). ``False`` steps without it; the
             results are the same (for benchmarks and tests).
@@ -212,7 +244,7 @@ class TreeRollout:
         self,
         make_env: Callable[[], TextEnv],
         engines: Mapping[str, Any],
-        tokenizer: _Tokenizer,
+        tokenizer: Tokenizers,
         policy_of: Mapping[str, str],
         *,
         k: int,
@@ -223,6 +255,7 @@ class TreeRollout:
         keep_transcripts: bool = False,
         system_message: bool = True,
         prefetch: bool = True,
+        enable_thinking: bool = False,
     ) -> None:
         if mode not in ("tree", "parallel"):
             raise ValueError(f"unknown rollout mode {mode!r}; choose 'tree' or 'parallel'")
@@ -235,7 +268,7 @@ class TreeRollout:
             raise ValueError(f"policy_of names policies without an engine: {missing}")
         self.make_env = make_env
         self.engines = engines
-        self.tokenizer = tokenizer
+        self.tokenizers = policy_tokenizers(tokenizer, policy_of.values())
         self.policy_of = dict(policy_of)
         self.k = k
         self.params = params
@@ -243,6 +276,7 @@ class TreeRollout:
         self.tie_break = tie_break
         self.keep_transcripts = keep_transcripts
         self.system_message = system_message
+        self.enable_thinking = enable_thinking
         self.prefetch = prefetch
         self.rng = np.random.default_rng(seed)
 
@@ -281,9 +315,14 @@ class TreeRollout:
             for lane in live:
                 agent = lane.env.agent_selection
                 obs = lane.env.observe(agent)
-                prompt_ids = encode_prompt(self.tokenizer, obs, system=self.system_message)
-                item = (lane, agent, obs, prompt_ids)
-                by_policy.setdefault(self.policy_of[agent], []).append(item)
+                policy = self.policy_of[agent]
+                prompt_ids = encode_prompt(
+                    self.tokenizers[policy],
+                    obs,
+                    system=self.system_message,
+                    enable_thinking=self.enable_thinking,
+                )
+                by_policy.setdefault(policy, []).append((lane, agent, obs, prompt_ids))
             # 2. one generate call per policy across every lane's candidates
             for policy, items in by_policy.items():
                 prompts = [ids for *_, ids in items for _ in range(n_cand)]
@@ -293,10 +332,8 @@ class TreeRollout:
                 )
                 gen_seconds += time.perf_counter() - t0
                 gen_tokens += sum(len(c.token_ids) for c in completions)
-                texts = [
-                    self.tokenizer.decode(c.token_ids, skip_special_tokens=True)
-                    for c in completions
-                ]
+                decode = self.tokenizers[policy].decode
+                texts = [decode(c.token_ids, skip_special_tokens=True) for c in completions]
                 if self.prefetch and n_cand == 1:  # parallel mode (and k=1 trees)
                     self.prefetch_lanes(items, texts)
                 for j, (lane, agent, obs, prompt_ids) in enumerate(items):

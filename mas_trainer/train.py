@@ -21,8 +21,13 @@ Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO)
   (:mod:`mas_trainer.warmstart`). Held-out success is logged before it, after it and after RL, so
   the run shows what SFT and what RL contributed.
 
+* **Model selection** (``eval.select_every``): every N steps greedy episodes of the *validation*
+  split; the best weights so far are kept as ``checkpoints/best`` beside the latest, and the run
+  ends with a test evaluation of them (``eval_best/*``). The test split never chooses anything.
+
 Phases: 0 setup; 1 held-out eval at step 0; 2 warm start + eval; 3 RL steps (3.1 rollout, 3.2
-advantages, 3.3 update, 3.4 sync, 3.5 log/eval/save); 4 final eval, checkpoint, plots, summary.
+advantages, 3.3 update, 3.4 sync, 3.5 log/eval/select/save); 4 final eval, checkpoint, test eval
+of the best checkpoint, plots, summary.
 Ctrl-C during RL saves a checkpoint and returns (an update in progress finishes first; a rollout
 in progress is dropped, so the checkpoint is the state after the last whole step);
 ``--run.resume RUN_DIR`` continues the same run from its newest complete checkpoint: the logs are
@@ -57,6 +62,7 @@ from mas_trainer.policy import (
     role_policies,
     save_checkpoint,
     sync_engines,
+    tokenizers_of,
 )
 from mas_trainer.rollout import TreeRollout, env_factory
 from mas_trainer.warmstart import oracle_samples, warm_start
@@ -87,9 +93,11 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         "warmstart_done": False,
         "summary": {},
         "elapsed_s": 0.0,
+        "best": None,  # {"step", "success"}: the best validation evaluation so far
     }
     if ckpt is not None:
         state = json.loads((ckpt / "trainer_state.json").read_text())
+        state.setdefault("best", None)  # checkpoints from before model selection
         changes = _resume_changes(json.loads((path / "config.json").read_text()), cfg, state)
         if "logs" in state:  # what was logged after the checkpoint goes (it is logged again)
             RunDir.rewind(path, state["logs"])
@@ -101,6 +109,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     env_kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
     make_env = env_factory(cfg.env.id, split="train", **env_kwargs, **cfg.env.options)
     make_eval_env = env_factory(cfg.env.id, split=cfg.eval.split, **env_kwargs, **cfg.env.options)
+    make_select_env = env_factory(cfg.env.id, split="validation", **env_kwargs, **cfg.env.options)
     probe = make_env()
     roles = list(probe.possible_agents)
     policy_of = role_policies(cfg, roles)
@@ -112,18 +121,20 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         from mas_trainer.distributed.build import build_ray_policies
 
         on_ray = build_ray_policies(cfg, names, ckpt)
-        policies, tokenizer, rollout_cls = on_ray.policies, on_ray.tokenizer, on_ray.rollout_class
+        policies, rollout_cls = on_ray.policies, on_ray.rollout_class
     else:
-        policies, tokenizer = build_policies(cfg, names, ckpt)
+        policies = build_policies(cfg, names, ckpt)
     if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
         from mas_trainer.engines.vllm import attach_vllm_engines
 
-        attach_vllm_engines(cfg, policies, tokenizer)
+        attach_vllm_engines(cfg, policies)
+    tokenizers = tokenizers_of(policies)  # each policy's own (a team may mix base models)
     rng = np.random.default_rng(cfg.run.seed)
     if ckpt is not None:
         rng.bit_generator.state = state["rng"]
     train_ids = probe.task_ids("train")
     eval_tasks = list(make_eval_env().task_ids(cfg.eval.split)[: cfg.eval.episodes])
+    select_tasks = list(make_select_env().task_ids("validation")[: cfg.eval.select_episodes])
     summary: dict[str, Any] = state["summary"]
     params = SamplingParams(
         temperature=cfg.rollout.temperature,
@@ -133,7 +144,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     rollout = rollout_cls(
         make_env,
         {n: p.engine for n, p in policies.items()},
-        tokenizer,
+        tokenizers,
         policy_of,
         k=cfg.rollout.k,
         params=params,
@@ -142,25 +153,41 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         seed=cfg.run.seed,
         prefetch=cfg.rollout.prefetch,
         system_message=cfg.rollout.system_message,
+        enable_thinking=cfg.rollout.enable_thinking,
     )
     if ckpt is not None and "rollout_rng" in state:
         rollout.rng.bit_generator.state = state["rollout_rng"]
     show = cfg.run.progress
 
     def evaluate(step: int, tag: str, prefix: str = "eval") -> dict[str, float]:
-        """Greedy held-out eval (``<prefix>/*`` metrics); transcripts of the first episodes."""
-        summary, episodes = evaluate_engines(
-            make_eval_env,
+        """Greedy held-out evaluation (``<prefix>/*`` metrics); transcripts of the first episodes.
+
+        ``prefix="select"`` plays the validation split (model selection), anything else the
+        report split ``eval.split``."""
+        selecting = prefix == "select"
+        result, episodes = evaluate_engines(
+            make_select_env if selecting else make_eval_env,
             {n: p.engine for n, p in policies.items()},
-            tokenizer,
+            tokenizers,
             policy_of,
-            eval_tasks,
+            select_tasks if selecting else eval_tasks,
             max_new_tokens=cfg.rollout.max_new_tokens,
             system_message=cfg.rollout.system_message,
+            enable_thinking=cfg.rollout.enable_thinking,
         )
-        if cfg.run.log_transcripts:
+        if cfg.run.log_transcripts and not selecting:
             run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
-        return summary_metrics(summary, prefix)
+        return summary_metrics(result, prefix)
+
+    def select(step: int) -> dict[str, float]:
+        """Validation evaluation; the best weights so far become ``checkpoints/best``."""
+        m = evaluate(step, f"select-{step}", prefix="select")
+        best = state["best"]
+        if best is None or m["select/success"] > best["success"]:
+            state["best"] = {"step": step, "success": m["select/success"]}
+            save_checkpoint(run, step, policies, snapshot(step), tag="best")
+        m["select/best_success"] = state["best"]["success"]
+        return m
 
     def snapshot(step: int, rngs: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
@@ -175,8 +202,9 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         }
 
     # ---------------------------------------------------------------- 1. held-out eval at step 0
+    m_init: dict[str, float] | None = None
     if ckpt is None:
-        m = evaluate(0, "init")
+        m = m_init = evaluate(0, "init")
         run.log(0, m, phase="init")
         summary["success_init"] = m["eval/success"]
         if show:
@@ -191,17 +219,17 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         ]
         data = oracle_samples(
             make_env,
-            tokenizer,
+            tokenizers,
             policy_of,
             tasks,
             rng=rng,
             system_message=cfg.rollout.system_message,
+            enable_thinking=cfg.rollout.enable_thinking,
         )
         sft = {
             n: make_learner(
                 cfg,
                 p,
-                tokenizer,
                 lr=cfg.optim.warmstart_lr,
                 mini_batch_size=cfg.optim.warmstart_batch_size,
             )
@@ -227,7 +255,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         )
         bar.close()
         del sft
-        sync_engines(policies)
+        sync_engines(policies, cfg.model.engine_weights_dtype)
         m = evaluate(0, "warmstart", prefix="eval_warmstart")
         run.log(
             0,
@@ -247,7 +275,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     # ---------------------------------------------------------------- 3. RL steps
     for pol in policies.values():
         pol.learner = make_learner(
-            cfg, pol, tokenizer, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
+            cfg, pol, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
         )
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
             saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
@@ -291,7 +319,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                     metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
                 metrics["perf/update_s"] = time.perf_counter() - t1
                 # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
-                sync_engines(policies)
+                sync_engines(policies, cfg.model.engine_weights_dtype)
                 step += 1
                 at_step_start = {}
                 metrics["perf/step_s"] = time.perf_counter() - t0
@@ -304,6 +332,10 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                         bar.write(
                             f"[step {step}] held-out success: {m['eval/success']:.3f} (95% CI {ci})"
                         )
+                if cfg.eval.select_every and (
+                    step % cfg.eval.select_every == 0 or step == cfg.optim.steps
+                ):
+                    metrics.update(select(step))
                 run.log(step, metrics)
             bar.update(1)
             bar.set_postfix(
@@ -312,7 +344,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
             )
             if cfg.run.save_every and step % cfg.run.save_every == 0:
-                save_checkpoint(run, step, policies, tokenizer, snapshot(step))
+                save_checkpoint(run, step, policies, snapshot(step))
     except KeyboardInterrupt:
         interrupted = True
     bar.close()
@@ -320,7 +352,9 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 4. final eval, save, summary
     if not interrupted:
-        m = evaluate(step, "final")
+        untouched = m_init is not None and not (cfg.optim.steps or cfg.optim.warmstart_steps)
+        # An untrained run (a prompting baseline) has the step-0 weights: do not play it twice.
+        m = dict(m_init) if untouched and m_init is not None else evaluate(step, "final")
         run.log(step, m, phase="final")
         summary["success_final"] = m["eval/success"]
         summary["success_final_ci"] = [m["eval/ci95_low"], m["eval/ci95_high"]]
@@ -329,8 +363,26 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start
     # Interrupted in a rollout: its draws are dropped with it, so a resume redoes that step
     # exactly as an uninterrupted run would have.
-    ckpt_path = save_checkpoint(run, step, policies, tokenizer, snapshot(step, at_step_start))
+    ckpt_path = save_checkpoint(run, step, policies, snapshot(step, at_step_start))
     summary["checkpoint"] = str(ckpt_path)
+    best = state["best"]
+    if best is not None and not interrupted:
+        # The weights validation chose, scored on the test split (the row's number).
+        summary["best_step"] = best["step"]
+        summary["success_best_validation"] = best["success"]
+        if best["step"] != step:
+            for pol in policies.values():
+                learner_state = torch.load(
+                    run.path / "checkpoints" / "best" / f"learner-{pol.name}.pt",
+                    weights_only=False,
+                )
+                pol.learner.load_state_dict(learner_state)
+            sync_engines(policies, cfg.model.engine_weights_dtype)
+            m = evaluate(step, "best", prefix="eval_best")
+        else:
+            m = {k.replace("eval/", "eval_best/", 1): v for k, v in m.items()}
+        run.log(step, m, phase="best")
+        summary["success_best"] = m["eval_best/success"]
     summary["run_dir"] = str(path)
     run.write_json("summary.json", summary)
     plot_run(path)

@@ -23,7 +23,7 @@ import numpy as np
 
 from mas_envs.base import TextEnv
 from mas_trainer.learner import cosine_decay
-from mas_trainer.rollout import encode_prompt
+from mas_trainer.rollout import Tokenizers, encode_prompt, policy_tokenizers
 from mas_trainer.samples import TrainSample
 
 __all__ = ["cosine_lr", "oracle_samples", "warm_start"]
@@ -31,29 +31,32 @@ __all__ = ["cosine_lr", "oracle_samples", "warm_start"]
 
 def oracle_samples(
     make_env: Callable[[], TextEnv],
-    tokenizer: Any,
+    tokenizer: Tokenizers,
     policy_of: Mapping[str, str],
     task_ids: Sequence[Any],
     *,
     rng: np.random.Generator,
     explore: float = 0.3,
     system_message: bool = True,
+    enable_thinking: bool = False,
 ) -> list[TrainSample]:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
     Args:
         make_env: Builds a training-split env.
-        tokenizer: The policies' tokenizer (chat template, eos).
+        tokenizer: The policies' tokenizer (chat template, eos), or one per policy name: each
+            sample is tokenized by its own policy's.
         policy_of: Role -> policy name; each sample's ``policy`` routes it to that learner.
         task_ids: Training tasks to play.
         rng: Draws which actions are explored and the random answers.
         explore: Probability that a step executes a random answer instead of the oracle's.
         system_message: Include the env's system text in the prompt (as the rollouts do).
+        enable_thinking: The chat template's thinking switch (as the rollouts pass it).
 
     Returns:
         Samples whose ``completion_ids`` are the oracle text followed by the end-of-turn token.
     """
-    eos = tokenizer.eos_token_id
+    tokenizers = policy_tokenizers(tokenizer, policy_of.values())
     env = make_env()
     out = []
     for task_id in task_ids:
@@ -63,10 +66,14 @@ def oracle_samples(
                 env.step(None)
                 continue
             target = env.oracle_action(agent)
-            ids = [*list(tokenizer.encode(target, add_special_tokens=False)), eos]
+            tok: Any = tokenizers[policy_of[agent]]
+            ids = [*list(tok.encode(target, add_special_tokens=False)), tok.eos_token_id]
+            prompt = encode_prompt(
+                tok, env.observe(agent), system=system_message, enable_thinking=enable_thinking
+            )
             out.append(
                 TrainSample(
-                    prompt_ids=encode_prompt(tokenizer, env.observe(agent), system=system_message),
+                    prompt_ids=prompt,
                     completion_ids=ids,
                     logprobs=[0.0] * len(ids),
                     reward=0.0,

@@ -212,23 +212,26 @@ def test_at_grpo_learns_a_learnable_task_and_trains_every_policy(tmp_path):
     assert all(changed(ckpt / role, before) for role in ("caller", "echo"))
 
 
-@pytest.mark.parametrize("system", [False, True])
-def test_every_phase_encodes_prompts_as_configured(tmp_path, monkeypatch, system):
-    # rollout.system_message decides whether the env's system text is in the prompt. The warm
-    # start, the RL rollouts and the evaluations must all follow it: RL on prompts unlike the ones
-    # the model is warm-started and evaluated on trains the wrong distribution (the RL rollout
-    # once ignored the setting while the tiny presets turn it off).
+@pytest.mark.parametrize(("system", "thinking"), [(False, False), (True, True)])
+def test_every_phase_encodes_prompts_as_configured(tmp_path, monkeypatch, system, thinking):
+    # rollout.system_message decides whether the env's system text is in the prompt, and
+    # rollout.enable_thinking is the chat template's thinking switch. The warm start, the RL
+    # rollouts and the evaluations must all follow both: RL on prompts unlike the ones the model is
+    # warm-started and evaluated on trains the wrong distribution (the RL rollout once ignored the
+    # system setting while the tiny presets turn it off).
     import mas_trainer.rollout
     import mas_trainer.warmstart
 
     seen = []
     real = mas_trainer.rollout.encode_prompt
 
-    def spy(tokenizer, obs, *, system=True):
-        seen.append(system)
-        return real(tokenizer, obs, system=system)
+    def spy(tokenizer, obs, *, system=True, enable_thinking=False):
+        seen.append((system, enable_thinking))
+        return real(tokenizer, obs, system=system, enable_thinking=enable_thinking)
 
     monkeypatch.setattr(mas_trainer.rollout, "encode_prompt", spy)
     monkeypatch.setattr(mas_trainer.warmstart, "encode_prompt", spy)
-    train(fast_config(tmp_path, "--run.name", "s", "--rollout.system_message", str(system).lower()))
-    assert len(seen) > 20 and set(seen) == {system}
+    flags = ["--rollout.system_message", str(system).lower()]
+    flags += ["--rollout.enable_thinking", str(thinking).lower()]
+    train(fast_config(tmp_path, "--run.name", "s", *flags))
+    assert len(seen) > 20 and set(seen) == {(system, thinking)}

@@ -9,7 +9,7 @@ after a restart).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from mas_trainer.config import ModelConfig
@@ -24,16 +24,13 @@ def _setup_threads(threads: int) -> None:
     torch.set_num_threads(threads or 1)
 
 
-def _load(model_cfg: ModelConfig, seed: int, path: str | None) -> tuple[Any, Any]:
+def _load(model_cfg: ModelConfig, seed: int, source: str) -> tuple[Any, Any]:
     import torch
 
     from mas_trainer.models import load_model
 
     return load_model(
-        path or model_cfg.name,
-        device=model_cfg.device,
-        dtype=getattr(torch, model_cfg.dtype),
-        seed=seed,
+        source, device=model_cfg.device, dtype=getattr(torch, model_cfg.dtype), seed=seed
     )
 
 
@@ -43,29 +40,48 @@ class EngineActorBody:
     Args:
         model_cfg: The run's ``model`` section.
         seed: The run seed (model init of ``tiny:`` models, engine seed).
-        path: A checkpoint folder to load instead of ``model_cfg.name`` (resume).
+        path: A checkpoint folder to load instead of ``model_name`` (resume).
         threads: torch CPU threads.
+        model_name: The policy's base model (``model_cfg.model_for(role)``; default
+            ``model_cfg.name``).
+        vllm_env: Environment variables vLLM reads in this actor (tensor parallelism across the
+            pool's bundles: ``VLLM_RAY_BUNDLE_INDICES``, ``VLLM_RAY_PER_WORKER_GPUS``).
     """
 
     def __init__(
-        self, model_cfg: ModelConfig, seed: int, path: str | None = None, threads: int = 1
+        self,
+        model_cfg: ModelConfig,
+        seed: int,
+        path: str | None = None,
+        threads: int = 1,
+        model_name: str | None = None,
+        vllm_env: Mapping[str, str] | None = None,
     ) -> None:
+        import torch
+
         _setup_threads(threads)
-        self.model, self.tokenizer = _load(model_cfg, seed, path)
+        self.model, self.tokenizer = _load(model_cfg, seed, path or model_name or model_cfg.name)
         if model_cfg.engine == "vllm":
+            import os
             import tempfile
 
             from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm, set_vllm_env
 
+            os.environ.update(vllm_env or {})
             set_vllm_env(model_cfg.device)
             folder = tempfile.TemporaryDirectory(prefix="mas-ray-vllm-")
+            tp = model_cfg.engine_tp
             llm = build_llm(
                 save_for_vllm(self.model, self.tokenizer, folder.name),
-                dtype=model_cfg.dtype,
+                dtype=model_cfg.engine_weights_dtype,
                 seed=seed,
                 gpu_memory_utilization=model_cfg.engine_memory,
                 max_num_seqs=model_cfg.engine_batch_size,
                 enable_sleep_mode=str(model_cfg.device).startswith("cuda"),
+                tensor_parallel_size=tp,
+                # TP workers as Ray actors on this policy's bundles (vLLM finds the placement
+                # group it runs in); one GPU's worth of TP stays in this process.
+                **({"distributed_executor_backend": "ray"} if tp > 1 else {}),
             )
             self.engine: Any = VLLMEngine(llm, self.tokenizer, seed=seed, model_dir=folder)
             self.model = None  # vLLM holds the weights
@@ -73,7 +89,10 @@ class EngineActorBody:
             from mas_trainer.engines.transformers import TransformersEngine
 
             self.engine = TransformersEngine(
-                self.model, self.tokenizer, batch_size=model_cfg.engine_batch_size
+                self.model,
+                self.tokenizer,
+                batch_size=model_cfg.engine_batch_size,
+                autocast=getattr(torch, model_cfg.engine_weights_dtype),
             )
 
     def ping(self) -> bool:
@@ -91,7 +110,7 @@ class EngineActorBody:
 
 
 class LearnerActorBody:
-    """One data-parallel learner rank of one policy (it holds a full replica of the model).
+    """One learner rank of one policy: a full replica (data-parallel) or an FSDP2 shard.
 
     Args:
         model_cfg: The run's ``model`` section.
@@ -101,6 +120,9 @@ class LearnerActorBody:
         rank: This rank.
         world: Number of ranks.
         master: ``host:port`` of rank 0's rendezvous (ignored when ``world == 1``).
+        sharding: ``replicate`` or ``fsdp`` (``run.ray_sharding``; :mod:`mas_trainer.
+            distributed.learners`).
+        model_name: The policy's base model (default ``model_cfg.name``).
     """
 
     def __init__(
@@ -112,10 +134,13 @@ class LearnerActorBody:
         rank: int,
         world: int,
         master: str,
+        sharding: str = "replicate",
+        model_name: str | None = None,
     ) -> None:
         _setup_threads(threads)
-        self.model, self.tokenizer = _load(model_cfg, seed, path)
+        self.model, self.tokenizer = _load(model_cfg, seed, path or model_name or model_cfg.name)
         self.rank, self.world, self.master = rank, world, master
+        self.sharded = sharding == "fsdp" and world > 1
         self.learner: Any = None
         self._group_ready = False
 
@@ -140,10 +165,20 @@ class LearnerActorBody:
                 dist.broadcast(p.data, src=0)
 
     def make_learner(self, kwargs: dict[str, Any]) -> None:
+        """Build this rank's learner (an FSDP learner shards the model in place, once)."""
         from mas_trainer.learner import Learner
 
-        cls = Learner if self.world == 1 else _dp_learner_class()
-        self.learner = cls(self.model, **kwargs)
+        if self.world == 1:
+            self.learner = Learner(self.model, **kwargs)
+            return
+        from mas_trainer.distributed.learners import DataParallelLearner, FSDPLearner
+
+        if not self.sharded:
+            self.learner = DataParallelLearner(self.model, **kwargs)
+        elif self.learner is None:
+            self.learner = FSDPLearner(self.model, **kwargs)
+        else:  # the model is sharded already: a new learner (fresh optimizer) on the same shards
+            self.learner = FSDPLearner(self.model, root=self.learner.root, **kwargs)
 
     def update(self, samples: list[Any], steps: int) -> dict[str, float]:
         if self.world > 1:
@@ -164,60 +199,26 @@ class LearnerActorBody:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state)
 
-    def weights(self) -> dict[str, Any]:
-        """The model's tensors on the CPU (what the rollout actor loads)."""
-        return {k: v.detach().to("cpu").clone() for k, v in self.model.state_dict().items()}
+    def weights(self, dtype: str | None = None) -> dict[str, Any] | None:
+        """The model's tensors on the CPU, cast to ``dtype`` (what the rollout actor loads). With
+        FSDP every rank must call it (the shards are gathered); only rank 0 returns them."""
+        import torch
+
+        target = None if dtype is None else getattr(torch, dtype)
+        if self.sharded and self.learner is not None:
+            return self.learner.full_weights(target)
+        state = self.model.state_dict().items()
+        return {k: v.detach().to("cpu", dtype=target or v.dtype).clone() for k, v in state}
 
     def save_pretrained(self, folder: str) -> None:
+        """Save the model as a Hugging Face folder (fp32 master weights; rank 0 writes; with FSDP
+        every rank must call it)."""
+        if self.sharded and self.learner is not None:
+            state = self.learner.full_weights()
+            if state is not None:
+                self.model.save_pretrained(folder, state_dict=state)
+            return
         self.model.save_pretrained(folder)
-
-
-def _dp_learner_class() -> type:
-    """A :class:`Learner` whose optimizer steps all-reduce gradients across ranks."""
-    import torch
-    import torch.distributed as dist
-
-    from mas_trainer.learner import Learner
-
-    class DataParallelLearner(Learner):
-        """Every rank takes exactly ``dp_steps`` optimizer steps per update; before each, the
-        gradients are averaged with weights = each rank's completion tokens in the mini-batch, so
-        the step follows the token-mean loss of the union of the ranks' mini-batches."""
-
-        dp_steps: int = 1
-        _samples: Sequence[Any] = ()
-        _mini_tokens: int = 0
-
-        def update(self, samples: Sequence[Any]) -> dict[str, float]:
-            self._samples = samples
-            return super().update(samples)
-
-        def sft_update(self, samples: Sequence[Any], lr: float | None = None) -> dict[str, float]:
-            self._samples = samples
-            return super().sft_update(samples, lr=lr)
-
-        def _mini_batches(self, *args: Any) -> Iterator[list[int]]:
-            # The learner's own order (shuffled, a prompt's samples adjacent), cut into exactly
-            # `dp_steps` mini-batches (the driver makes every shard hold >= dp_steps samples).
-            order = [i for mini in super()._mini_batches(*args) for i in mini]
-            n, steps = len(order), self.dp_steps
-            for i in range(steps):
-                mini = order[i * n // steps : (i + 1) * n // steps]
-                self._mini_tokens = sum(len(self._samples[j].completion_ids) for j in mini)
-                yield mini
-
-        def _optimizer_step(self) -> float:
-            tokens = torch.tensor([float(self._mini_tokens)], device=self.device)
-            dist.all_reduce(tokens)
-            share = self._mini_tokens / max(float(tokens.item()), 1.0)
-            for p in self._params.values():
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
-                p.grad.mul_(share)
-                dist.all_reduce(p.grad)
-            return super()._optimizer_step()
-
-    return DataParallelLearner
 
 
 class EnvWorkerBody:

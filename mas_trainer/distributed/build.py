@@ -37,13 +37,11 @@ class RayPolicies:
     Attributes:
         policies: ``name -> Policy`` (``engine``: :class:`RemoteEngine`, ``model``:
             :class:`RemoteModel`, ``learner_factory``: makes a :class:`RemoteLearner`).
-        tokenizer: The policies' tokenizer (loaded in the driver, without a model).
         env_pool: The env-worker pool (None: branches step in the driver).
         placement_groups: One resource pool per policy, by name.
     """
 
     policies: dict[str, Policy]
-    tokenizer: Any
     env_pool: EnvWorkerPool | None = None
     placement_groups: dict[str, Any] = field(default_factory=dict)
 
@@ -97,12 +95,13 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
     threads = cfg.run.threads or 1
     world = cfg.run.ray_learners
     gpus = cfg.run.ray_gpus_per_policy
+    tp = cfg.model.engine_tp if cfg.model.engine == "vllm" else 1
+    sharded = cfg.run.ray_sharding == "fsdp" and world > 1
     cpu = 0.25  # actors mostly wait on each other; a small CPU claim keeps small clusters usable
-    out = RayPolicies(
-        {}, load_tokenizer(str(load_from / names[0]) if load_from else cfg.model.name)
-    )
+    out = RayPolicies({})
     for name in names:
         path = str(load_from / name) if load_from else None
+        source = path or cfg.model.model_for(name)
         # One pool per policy: `world` learner bundles (+ one engine bundle when split).
         learner_gpu = gpus / world if cfg.run.ray_colocate else gpus / 2 / world
         bundles = [{"CPU": 2 * cpu, "GPU": learner_gpu} for _ in range(world)]
@@ -117,24 +116,56 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
                 placement_group=pg, placement_group_bundle_index=bundle
             )
 
-        # Colocated: engine and learner rank 0 share bundle 0 (half its GPU each, time-shared).
+        # Colocated: the engine shares the learners' bundles (half of each GPU, time-shared):
+        # bundle 0, or with tensor parallelism one vLLM worker in each of bundles 0..tp-1.
         share = 0.5 if cfg.run.ray_colocate else 1.0
         engine_bundle = 0 if cfg.run.ray_colocate else world
         engine_gpu = (learner_gpu if cfg.run.ray_colocate else gpus / 2) * share
+        vllm_env: dict[str, str] = {}
+        if tp > 1 and gpus > 0:
+            if cfg.run.ray_colocate:
+                if tp > world:
+                    raise ValueError(
+                        f"model.engine_tp {tp} on a colocated pool of {world} GPU bundles: set "
+                        f"run.ray_learners >= {tp} or a smaller engine_tp"
+                    )
+                # vLLM's TP workers become Ray actors in this pool, one per bundle.
+                vllm_env = {
+                    "VLLM_RAY_BUNDLE_INDICES": ",".join(str(b) for b in range(tp)),
+                    "VLLM_RAY_PER_WORKER_GPUS": str(engine_gpu),
+                }
+                engine_gpu = 0.0
+            elif gpus / 2 < tp:
+                raise ValueError(
+                    f"model.engine_tp {tp} needs {tp} GPUs in the engine's half of the pool: set "
+                    f"run.ray_gpus_per_policy >= {2 * tp} (or run.ray_colocate true)"
+                )
         engine_actor = remote_class(
             EngineActorBody,
             num_cpus=cpu,
             num_gpus=engine_gpu,
             scheduling_strategy=where(engine_bundle),
-        ).remote(cfg.model, cfg.run.seed, path, threads)
+        ).remote(cfg.model, cfg.run.seed, path, threads, source, vllm_env)
         master = f"{ray.util.get_node_ip_address()}:{free_port()}"
+        # A learner rank whose bundle also runs the engine (or one of its TP workers) gets half.
+        shared_bundles = (range(tp) if tp > 1 else range(1)) if cfg.run.ray_colocate else ()
         learners = [
             remote_class(
                 LearnerActorBody,
                 num_cpus=cpu,
-                num_gpus=learner_gpu * (share if r == 0 else 1.0),
+                num_gpus=learner_gpu * (share if r in shared_bundles else 1.0),
                 scheduling_strategy=where(r),
-            ).remote(cfg.model, cfg.run.seed, path, threads, r, world, master)
+            ).remote(
+                cfg.model,
+                cfg.run.seed,
+                path,
+                threads,
+                r,
+                world,
+                master,
+                cfg.run.ray_sharding,
+                source,
+            )
             for r in range(world)
         ]
         ray.get([a.init_group.remote() for a in learners])
@@ -144,10 +175,14 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
         def factory(
             _model: Any, learners: list[Any] = learners, sleeper: Any = sleeper, **kwargs: Any
         ) -> RemoteLearner:
-            return RemoteLearner(learners, kwargs, sleeping_engine=sleeper)
+            return RemoteLearner(learners, kwargs, sleeping_engine=sleeper, sharded=sharded)
 
         out.policies[name] = Policy(
-            name, RemoteModel(learners), RemoteEngine(engine_actor), learner_factory=factory
+            name,
+            RemoteModel(learners, sharded=sharded),
+            RemoteEngine(engine_actor),
+            learner_factory=factory,
+            tokenizer=load_tokenizer(source),
         )
         out.placement_groups[name] = pg
     if cfg.run.ray_env_workers:

@@ -29,6 +29,7 @@ __all__ = [
     "call_with_restart",
     "ray_module",
     "remote_class",
+    "shard_samples",
 ]
 
 #: Seconds to wait for a restarted actor before giving up.
@@ -112,48 +113,81 @@ class WeightsRef(Mapping[str, Any]):
 
 
 class RemoteModel:
-    """What ``Policy.model`` holds on the Ray backend: a handle on the learner replicas.
+    """What ``Policy.model`` holds on the Ray backend: a handle on the learner ranks.
 
-    ``state_dict()`` returns a :class:`WeightsRef` (rank 0's tensors, kept in the object store, so
-    the rollout actor reads them without a copy through the driver); ``save_pretrained(folder)``
-    writes rank 0's model (the folder must be reachable from that node: a shared filesystem on a
-    multi-node cluster).
+    ``engine_weights(dtype)`` / ``state_dict()`` return a :class:`WeightsRef` (rank 0's tensors,
+    kept in the object store, so the rollout actor reads them without a copy through the driver;
+    sharded ranks all take part in gathering them); ``save_pretrained(folder)`` writes rank 0's
+    model (the folder must be reachable from that node: a shared filesystem on a multi-node
+    cluster).
+
+    Args:
+        learners: The policy's learner actors, rank 0 first.
+        sharded: The ranks hold FSDP shards (every call goes to every rank: it is a collective).
     """
 
-    def __init__(self, learners: list[Any]) -> None:
+    def __init__(self, learners: list[Any], sharded: bool = False) -> None:
         self.learners = learners
+        self.sharded = sharded
+
+    def _ranks(self) -> list[Any]:
+        return self.learners if self.sharded else self.learners[:1]
+
+    def engine_weights(self, dtype: str | None = None) -> WeightsRef:
+        """The weights cast to ``dtype`` on the learner ranks (bf16 copies for the engine)."""
+        refs = [a.weights.remote(dtype) for a in self._ranks()]
+        return WeightsRef(refs[0])
 
     def state_dict(self) -> WeightsRef:
-        return WeightsRef(self.learners[0].weights.remote())
+        return self.engine_weights(None)
 
     def save_pretrained(self, folder: Any, **kwargs: Any) -> None:
-        ray_module().get(self.learners[0].save_pretrained.remote(str(folder)))
+        ray_module().get([a.save_pretrained.remote(str(folder)) for a in self._ranks()])
+
+
+def shard_samples(
+    samples: Sequence[Any], world: int, mini_batch_size: int
+) -> tuple[list[list[Any]], int]:
+    """Contiguous, near-equal shards of a step's samples (one per rank) and the optimizer steps
+    every rank takes (``ceil(n / mini_batch_size)``, at most the smallest shard's size)."""
+    n = len(samples)
+    if n < world:
+        raise ValueError(f"{n} samples cannot feed {world} learner ranks; lower run.ray_learners")
+    shards = [list(samples[r * n // world : (r + 1) * n // world]) for r in range(world)]
+    steps = -(-n // mini_batch_size)
+    return shards, max(1, min(steps, min(len(s) for s in shards)))
 
 
 class RemoteLearner:
-    """The :class:`~mas_trainer.learner.Learner` API over a policy's learner actors."""
+    """The :class:`~mas_trainer.learner.Learner` API over a policy's learner actors.
+
+    Args:
+        learners: The policy's learner actors, rank 0 first.
+        kwargs: The learner's arguments (as :class:`~mas_trainer.learner.Learner`'s).
+        sleeping_engine: A colocated vLLM rollout actor to put to sleep before each update.
+        sharded: The ranks hold FSDP shards: scoring and state calls go to every rank.
+    """
 
     def __init__(
-        self, learners: list[Any], kwargs: dict[str, Any], sleeping_engine: Any = None
+        self,
+        learners: list[Any],
+        kwargs: dict[str, Any],
+        sleeping_engine: Any = None,
+        sharded: bool = False,
     ) -> None:
         ray = ray_module()
         self.learners = learners
+        self.sharded = sharded
         # A colocated vLLM rollout actor to put to sleep before each update (GPU memory).
         self.sleeping_engine = sleeping_engine
         self.mini_batch_size = int(kwargs["mini_batch_size"])
         ray.get([a.make_learner.remote(kwargs) for a in learners])
 
     def _shards(self, samples: Sequence[Any]) -> tuple[list[list[Any]], int]:
-        """Contiguous, near-equal shards (one per rank) and the optimizer steps every rank takes."""
-        world = len(self.learners)
-        n = len(samples)
-        if n < world:
-            raise ValueError(
-                f"{n} samples cannot feed {world} data-parallel learners; lower run.ray_learners"
-            )
-        shards = [list(samples[r * n // world : (r + 1) * n // world]) for r in range(world)]
-        steps = -(-n // self.mini_batch_size)
-        return shards, max(1, min(steps, min(len(s) for s in shards)))
+        return shard_samples(samples, len(self.learners), self.mini_batch_size)
+
+    def _ranks(self) -> list[Any]:
+        return self.learners if self.sharded else self.learners[:1]
 
     def update(self, samples: Sequence[Any]) -> dict[str, float]:
         ray = ray_module()
@@ -174,10 +208,11 @@ class RemoteLearner:
         return _mean_metrics(out, [len(s) for s in shards])
 
     def logprobs(self, samples: Sequence[Any]) -> list[list[float]]:
-        return ray_module().get(self.learners[0].logprobs.remote(list(samples)))
+        ray = ray_module()
+        return ray.get([a.logprobs.remote(list(samples)) for a in self._ranks()])[0]
 
     def state_dict(self) -> dict[str, Any]:
-        return ray_module().get(self.learners[0].state_dict.remote())
+        return ray_module().get([a.state_dict.remote() for a in self._ranks()])[0]
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ray_module().get([a.load_state_dict.remote(state) for a in self.learners])

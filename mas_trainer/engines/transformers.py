@@ -7,6 +7,7 @@ so weight sync is a no-op. The protocol it implements is :class:`mas_trainer.eng
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,9 @@ class TransformersEngine:
             similar prompt length (less padding).
         adapter: Name of the LoRA adapter to activate before generating (``per_role_lora``).
         seed: Seed of the engine's own generator, used when ``generate`` gets no seed.
+        autocast: Compute dtype of generation when it differs from the parameters' (fp32 master
+            weights sampled in bf16, as the learner computes: ``model.engine_dtype``); None runs
+            in the parameters' dtype.
     """
 
     def __init__(
@@ -44,6 +48,7 @@ class TransformersEngine:
         batch_size: int = 64,
         adapter: str | None = None,
         seed: int = 0,
+        autocast: torch.dtype | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -52,6 +57,7 @@ class TransformersEngine:
         self.batch_size = batch_size
         self.adapter = adapter
         self.device = next(model.parameters()).device
+        self.autocast = autocast if autocast != next(model.parameters()).dtype else None
         pad = (
             tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         )
@@ -108,14 +114,17 @@ class TransformersEngine:
         # Longest first, so each chunk holds prompts of similar length (less left padding).
         order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
         results: list[Completion | None] = [None] * len(prompts)
+        compute: Any = (
+            torch.autocast(self.device.type, dtype=self.autocast)
+            if self.autocast is not None
+            else contextlib.nullcontext()
+        )
         try:
             for start in range(0, len(order), self.batch_size):
                 chunk = order[start : start + self.batch_size]
-                for i, c in zip(
-                    chunk,
-                    self._generate_chunk([prompts[i] for i in chunk], params, gen),
-                    strict=True,
-                ):
+                with compute:
+                    done = self._generate_chunk([prompts[i] for i in chunk], params, gen)
+                for i, c in zip(chunk, done, strict=True):
                     results[i] = c
         finally:
             self.model.train(was_training)

@@ -423,24 +423,24 @@ def set_vllm_env(device: str) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 
-def attach_vllm_engines(
-    cfg: TrainConfig, policies: Mapping[str, Policy], tokenizer: PreTrainedTokenizerBase
-) -> None:
+def attach_vllm_engines(cfg: TrainConfig, policies: Mapping[str, Policy]) -> None:
     """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
 
     ``shared`` / ``per_role``: one vLLM engine per policy, started on a copy of the policy's
-    current weights. ``per_role_lora``: one engine on the frozen base, with one adapter per role.
-    The engines keep their own weights, so the train loop syncs them after each update (their
-    ``model`` attribute is None). On a GPU the policies' engines split ``model.engine_memory``,
-    and each policy's learners put its engine to sleep before an update.
+    current weights (in ``model.engine_dtype``: bf16 copies of fp32 master weights), tensor-
+    parallel over ``model.engine_tp`` GPUs. ``per_role_lora``: one engine on the frozen base, with
+    one adapter per role. The engines keep their own weights, so the train loop syncs them after
+    each update (their ``model`` attribute is None). On a GPU the policies' engines split
+    ``model.engine_memory``, and each policy's learners put its engine to sleep before an update.
 
     Args:
         cfg: The run config.
-        policies: ``name -> Policy`` (``model``, ``adapter``; ``engine`` is replaced, and on a GPU
-            ``learner_factory`` too).
-        tokenizer: The policies' tokenizer.
+        policies: ``name -> Policy`` (``model``, ``adapter``, ``tokenizer``; ``engine`` is
+            replaced, and on a GPU ``learner_factory`` too).
     """
     import torch
+
+    from mas_trainer.policy import engine_weights
 
     set_vllm_env(cfg.model.device)
     pols = [p for p in policies.values() if not getattr(p.engine, "is_remote", False)]
@@ -449,7 +449,8 @@ def attach_vllm_engines(
     lora = any(p.adapter is not None for p in pols)
     n_llms = 1 if lora else len(pols)
     common: dict[str, Any] = {
-        "dtype": cfg.model.dtype,
+        "dtype": cfg.model.engine_weights_dtype,
+        "tensor_parallel_size": cfg.model.engine_tp,
         "seed": cfg.run.seed,
         "gpu_memory_utilization": cfg.model.engine_memory / n_llms,
         "enforce_eager": not torch.cuda.is_available(),
@@ -459,6 +460,7 @@ def attach_vllm_engines(
     }
     if lora:
         tmp = tempfile.TemporaryDirectory(prefix="mas-vllm-base-")
+        tokenizer = pols[0].tokenizer  # one base, one tokenizer
         llm = build_llm(
             save_for_vllm(pols[0].model, tokenizer, tmp.name),
             enable_lora=True,
@@ -475,15 +477,15 @@ def attach_vllm_engines(
                 seed=cfg.run.seed,
                 model_dir=tmp,
             )
-            engine.load_weights(pol.model.state_dict())  # the adapters as they are now
+            engine.load_weights(engine_weights(pol.model, cfg.model.engine_weights_dtype))
             pol.engine = engine
             if common["enable_sleep_mode"]:
                 pol.learner_factory = _sleeping_learner_factory(engine)
         return
     for pol in pols:
         tmp = tempfile.TemporaryDirectory(prefix=f"mas-vllm-{pol.name}-")
-        llm = build_llm(save_for_vllm(pol.model, tokenizer, tmp.name), **common)
-        engine = VLLMEngine(llm, tokenizer, seed=cfg.run.seed, model_dir=tmp)
+        llm = build_llm(save_for_vllm(pol.model, pol.tokenizer, tmp.name), **common)
+        engine = VLLMEngine(llm, pol.tokenizer, seed=cfg.run.seed, model_dir=tmp)
         pol.engine = engine
         if common["enable_sleep_mode"]:
             pol.learner_factory = _sleeping_learner_factory(engine)

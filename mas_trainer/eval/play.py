@@ -168,14 +168,23 @@ def evaluate_engines(
     *,
     max_new_tokens: int,
     system_message: bool = True,
+    enable_thinking: bool = False,
 ) -> tuple[dict[str, Any], list[Episode]]:
     """Play one greedy episode per task with the given engines (the trainer's held-out eval).
+
+    ``tokenizer`` is one shared by the policies or one per policy name; ``system_message`` and
+    ``enable_thinking`` encode prompts as in training (:func:`mas_trainer.rollout.encode_prompt`).
 
     Returns:
         The :func:`summarize` summary and the episodes (with transcripts).
     """
     act = engine_actor(
-        engines, tokenizer, policy_of, greedy(max_new_tokens), system_message=system_message
+        engines,
+        tokenizer,
+        policy_of,
+        greedy(max_new_tokens),
+        system_message=system_message,
+        enable_thinking=enable_thinking,
     )
     episodes = play(make_env, task_ids, act)
     return summarize(episodes, make_env().possible_agents), episodes

@@ -87,10 +87,15 @@ def engine_actor(
     *,
     system_message: bool,
     seed: int = 0,
+    enable_thinking: bool = False,
 ) -> Actor:
     """Token-in/token-out engines, one ``generate`` call per policy (in order of first appearance
-    among the pending actions), prompts in episode order."""
-    from mas_trainer.rollout import encode_prompt
+    among the pending actions), prompts in episode order. ``tokenizer`` is shared, or one per
+    policy name (a team of different base models: each policy's prompts in its own tokens);
+    ``enable_thinking`` goes to the chat template (off: the paper's setting, as in training)."""
+    from mas_trainer.rollout import encode_prompt, policy_tokenizers
+
+    tokenizers = policy_tokenizers(tokenizer, policy_of.values())
 
     def act(items: list[Item]) -> list[str]:
         out = [""] * len(items)
@@ -98,10 +103,16 @@ def engine_actor(
         for j, (_, _, agent, _) in enumerate(items):
             by_policy.setdefault(policy_of[agent], []).append(j)
         for policy, rows in by_policy.items():
-            prompts = [encode_prompt(tokenizer, items[j][3], system=system_message) for j in rows]
+            tok = tokenizers[policy]
+            prompts = [
+                encode_prompt(
+                    tok, items[j][3], system=system_message, enable_thinking=enable_thinking
+                )
+                for j in rows
+            ]
             comps = engines[policy].generate(prompts, params, seed=seed)
             for j, c in zip(rows, comps, strict=True):
-                out[j] = tokenizer.decode(c.token_ids, skip_special_tokens=True)
+                out[j] = tok.decode(c.token_ids, skip_special_tokens=True)
         return out
 
     return act
@@ -280,13 +291,19 @@ def resolve_policy(
         }
         if hash_weights
         else None,
-        "chat_template_sha256": _text_hash(getattr(tok, "chat_template", None)),
+        "chat_template_sha256": _templates_hash(tok),
         "dtype": dtype,
         "device": device,
     }
     info = {"spec": policy, "kind": kind, "seed": seed, "policy_of": policy_of}
     act = engine_actor(engines, tok, policy_of, params, system_message=system_message, seed=seed)
     return PolicySetup(act, info, model, sampling)
+
+
+def _templates_hash(tokenizer: Any) -> str | None:
+    """The chat template's hash; a run whose policies have their own tokenizers: of them all."""
+    toks = tokenizer.values() if isinstance(tokenizer, Mapping) else [tokenizer]
+    return _text_hash("\n".join(sorted({t.chat_template or "" for t in toks})) or None)
 
 
 def _local_engines(

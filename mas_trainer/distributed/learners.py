@@ -1,0 +1,243 @@
+"""A policy's learner ranks on ``torch.distributed``: data-parallel replicas or FSDP2 shards.
+
+Both kinds train each rank on its own shard of a step's samples (the driver's
+:func:`~mas_trainer.distributed.handles.shard_samples`) and take exactly ``dp_steps`` optimizer
+steps per update, so one global mini-batch is the union of the ranks' mini-batches and its loss is
+the token mean over all of them: each rank divides its micro-batches' token sums by the mini-batch's
+tokens averaged over the ranks (:meth:`RankLearner._mini_tokens`), and the gradients are then
+averaged over the ranks.
+
+* :class:`DataParallelLearner`: every rank holds the whole model (``run.ray_sharding=replicate``)
+  and all-reduces the gradients before each optimizer step.
+* :class:`FSDPLearner` (``run.ray_sharding=fsdp``): the model is sharded with FSDP2
+  (``torch.distributed.fsdp.fully_shard``: one unit per decoder layer, and the embeddings, final
+  norm and LM head in the root unit). Each rank keeps 1/world of the fp32 master weights, their
+  gradients and AdamW state, and so 16/world bytes per parameter. ``MixedPrecisionPolicy(
+  param_dtype=bf16, reduce_dtype=fp32)`` is the compute precision (``model.autocast``): weights
+  are all-gathered in bf16 for the forward and backward, gradients reduce-scattered in fp32 into
+  the fp32 shards. The engine gets full bf16 weights gathered from the shards
+  (:meth:`FSDPLearner.full_weights`); checkpoints hold the full fp32 weights and AdamW state in
+  the unsharded :class:`~mas_trainer.learner.Learner`'s format, so a sharded run's checkpoint
+  resumes on any number of ranks, or none.
+
+FSDP's all-gathers are collectives: every rank must run the same number of forward passes, in the
+same order. A rank with fewer micro-batches than another runs copies of one of its own with an
+empty loss mask (no token counts, the gradient is zero), and prompts are never shared across a
+micro-batch's rows (``share_prompts`` runs the decoder twice per micro-batch).
+
+This module imports torch; :mod:`mas_trainer.distributed.actors` imports it inside the actors.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from mas_trainer.learner import Learner, completion_logits
+from mas_trainer.samples import TrainSample
+
+__all__ = ["CompletionLM", "DataParallelLearner", "FSDPLearner", "RankLearner", "shard_model"]
+
+
+class RankLearner(Learner):
+    """A :class:`Learner` on one rank of a group: ``dp_steps`` optimizer steps per update, each
+    one mini-batch of this rank's samples; token means over the whole group's mini-batch."""
+
+    dp_steps: int = 1
+    _samples: Sequence[TrainSample] = ()
+
+    def update(self, samples: Sequence[TrainSample]) -> dict[str, float]:
+        self._samples = samples
+        return super().update(samples)
+
+    def sft_update(
+        self, samples: Sequence[TrainSample], lr: float | None = None
+    ) -> dict[str, float]:
+        self._samples = samples
+        return super().sft_update(samples, lr=lr)
+
+    def _mini_batches(self, samples: Sequence[TrainSample]) -> Iterator[list[int]]:
+        # The learner's own order (shuffled, a prompt's samples adjacent), cut into exactly
+        # `dp_steps` mini-batches (the driver makes every shard hold >= dp_steps samples).
+        order = [i for mini in super()._mini_batches(samples) for i in mini]
+        n, steps = len(order), self.dp_steps
+        for i in range(steps):
+            yield order[i * n // steps : (i + 1) * n // steps]
+
+    def _mini_tokens(self, samples: Sequence[TrainSample], mini: list[int]) -> float:
+        # The group's mini-batch tokens over the ranks: after the gradients are averaged over the
+        # ranks, the step follows the token mean of the union of the ranks' mini-batches.
+        tokens = torch.tensor([super()._mini_tokens(samples, mini)], device=self.device)
+        dist.all_reduce(tokens)
+        return float(tokens.item()) / dist.get_world_size()
+
+
+class DataParallelLearner(RankLearner):
+    """Full replicas: the gradients are averaged over the ranks before each optimizer step, so the
+    replicas take identical steps and stay identical."""
+
+    def _optimizer_step(self) -> float:
+        world = dist.get_world_size()
+        for p in self._params.values():
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            dist.all_reduce(p.grad)
+            p.grad.div_(world)
+        return super()._optimizer_step()
+
+
+class CompletionLM(torch.nn.Module):
+    """A causal LM as the learner runs it (:func:`~mas_trainer.learner.completion_logits`), as one
+    module: FSDP's root unit, whose forward gathers the embeddings and LM head it owns."""
+
+    def __init__(self, model: Any) -> None:
+        super().__init__()
+        self.lm = model
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        return completion_logits(self.lm, input_ids, positions)
+
+
+def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
+    """Shard ``model`` in place over the default process group with FSDP2.
+
+    One ``fully_shard`` unit per decoder layer, then the root (:class:`CompletionLM`: embeddings,
+    final norm, LM head; tied embeddings stay one parameter). Parameters become ``DTensor`` shards
+    in their own dtype (the fp32 masters); ``param_dtype`` (e.g. bf16) is what forward and
+    backward compute in, with gradients reduced in fp32.
+
+    Returns:
+        The root module to call (``root(input_ids, positions) -> logits``).
+    """
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    device = next(model.parameters()).device
+    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
+    root = CompletionLM(model)
+    for layer in model.get_decoder().layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp)
+    fully_shard(root, mesh=mesh, mp_policy=mp)
+    return root
+
+
+def _is_dtensor(t: Any) -> bool:
+    from torch.distributed.tensor import DTensor
+
+    return isinstance(t, DTensor)
+
+
+def _full(t: Any) -> torch.Tensor:
+    """The whole tensor behind a shard (a collective for a DTensor), on the CPU."""
+    return (t.full_tensor() if _is_dtensor(t) else t).detach().to("cpu")
+
+
+def _shard_like(full: torch.Tensor, param: Any) -> Any:
+    """``full`` laid out as ``param`` is (a DTensor shard of it, or the tensor itself)."""
+    if not _is_dtensor(param):
+        return full.to(param.device)
+    from torch.distributed.tensor import distribute_tensor
+
+    return distribute_tensor(full.to(param.device), param.device_mesh, param.placements)
+
+
+class FSDPLearner(RankLearner):
+    """A :class:`Learner` whose model is sharded with FSDP2 across the group (module docstring).
+
+    Args:
+        model: The whole model, the same weights on every rank; sharded in place.
+        dtype: The compute dtype (``model.autocast``), FSDP's ``MixedPrecisionPolicy.param_dtype``;
+            None computes in the parameters' dtype.
+        root: The root of a model this group sharded already (``learner.root``: a new learner,
+            with a fresh optimizer, on the same shards; e.g. RL after the warm start).
+        **kwargs: As :class:`~mas_trainer.learner.Learner` (no ``adapter``, no ``kl_coef``).
+
+    Every method is a collective: call it on every rank of the group, in the same order.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        dtype: torch.dtype | None = None,
+        root: CompletionLM | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs.get("adapter") is not None:
+            raise ValueError("FSDP learners train whole models; per_role_lora runs unsharded")
+        if kwargs.get("kl_coef", 0.0) > 0:
+            raise ValueError(
+                "algo.kl_coef > 0 with run.ray_sharding fsdp: the KL reference model is not "
+                "sharded; use run.ray_sharding replicate, or kl_coef 0 (the paper's setting)"
+            )
+        self.root = root if root is not None else shard_model(model, dtype)
+        kwargs["share_prompts"] = False  # one decoder call per micro-batch on every rank
+        super().__init__(model, dtype=None, **kwargs)
+
+    def _logits(self, model: Any, batch: Any) -> torch.Tensor:
+        return self.root(batch.input_ids, batch.positions)  # (b, Tc, V)
+
+    def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[Any]:
+        batches = list(super()._micro_batches(samples, index))
+        count = torch.tensor([len(batches)], device=self.device)
+        dist.all_reduce(count, op=dist.ReduceOp.MAX)
+        yield from batches
+        # Pad to the group's count: a copy of one of this rank's micro-batches that scores no
+        # token, so every rank runs the same forward (and backward) passes.
+        empty = dataclasses.replace(batches[0], mask=torch.zeros_like(batches[0].mask))
+        for _ in range(int(count.item()) - len(batches)):
+            yield empty
+
+    def _optimizer_step(self) -> float:
+        params = list(self._params.values())
+        clip = self.grad_clip if self.grad_clip > 0 else 1e30
+        norm = torch.nn.utils.clip_grad_norm_(params, clip)
+        if _is_dtensor(norm):
+            norm = norm.full_tensor()
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(norm)
+
+    def full_weights(self, dtype: torch.dtype | None = None) -> dict[str, torch.Tensor] | None:
+        """Every tensor of the model's ``state_dict`` whole (the engine's copy), cast to ``dtype``
+        before the gather (bf16 halves the traffic), on the CPU; None on ranks other than 0."""
+        out: dict[str, torch.Tensor] = {}
+        gathered: dict[int, torch.Tensor] = {}  # tied tensors are gathered once
+        for name, t in self.model.state_dict().items():
+            if id(t) not in gathered:
+                gathered[id(t)] = _full(t if dtype is None else t.to(dtype))
+            out[name] = gathered[id(t)]
+        return out if dist.get_rank() == 0 else None
+
+    def state_dict(self) -> dict[str, Any]:
+        """As :meth:`Learner.state_dict`, with every tensor whole (the unsharded format)."""
+        state = super().state_dict()
+        state["trainable"] = {n: _full(p) for n, p in self._params.items()}
+        optim = state["optimizer"]
+        optim["state"] = {
+            k: {name: _full(v) if torch.is_tensor(v) else v for name, v in entry.items()}
+            for k, entry in optim["state"].items()
+        }
+        return state
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`state_dict`'s (or an unsharded learner's) state into this rank's
+        shards."""
+        params = list(self._params.values())
+        optim = dict(state["optimizer"])
+        optim["state"] = {
+            k: {
+                name: _shard_like(v, params[int(k)])
+                if torch.is_tensor(v) and v.shape == params[int(k)].shape
+                else v
+                for name, v in entry.items()
+            }
+            for k, entry in optim["state"].items()
+        }
+        trainable = {n: _shard_like(state["trainable"][n], p) for n, p in self._params.items()}
+        super().load_state_dict({**state, "trainable": trainable, "optimizer": optim})

@@ -29,7 +29,7 @@ Checkpoint layout (inside ``checkpoints/step-N/`` of a run folder, :mod:`mas_tra
     base/ + adapters/<p>/  the frozen base and one peft adapter per policy (per_role_lora)
     learner-<policy>.pt    the learner's optimiser, schedule and generator state (resume)
     trainer_state.json     step, RNG states, policy_of, summary so far, log sizes (resume)
-    COMPLETE               written last: the folder is whole (:mod:`mas_trainer.outputs`)
+    COMPLETE               written last: the folder is whole (see mas_trainer.outputs)
 """
 
 from __future__ import annotations

@@ -1,23 +1,25 @@
-"""GPU readiness check: learner and generation throughput, and one full AT-GRPO step.
+"""GPU readiness check: one paper preset, shrunk, end to end; figures as ratios to the card's peak.
 
-Builds a random-weight model of Qwen3-1.7B's shape in memory (no download), then measures, each as
-the median of a few repeats after a warm-up:
+Runs ``mas-train``'s own loop (:func:`mas_trainer.train.train`) on a paper preset (default
+``plan-path-qwen3-1.7b``: fp32 master weights with bf16 compute, vLLM engine with bf16 copies,
+Qwen3 chat template flags, the code-tool env, per-role policies, K=4, 64 samples per optimizer
+step) with the model replaced by random weights of Qwen3-1.7B's shape built in memory
+(``tiny:qwen3-1.7b-shape``, no download) and the run shrunk to a few steps of a few tasks. Then:
 
-1. learner tokens/s: ``Learner.update`` (old log-prob recompute + PPO-clip fwd/bwd + AdamW) on
-   synthetic samples;
-2. generation tokens/s: vLLM when it is installed, else the transformers engine (both when
-   ``--engine both``);
-3. one full AT-GRPO step on Plan-Path: tree rollout (K candidates per turn and agent), group
-   advantages, update, weight sync.
+1. **learner**: tokens/s of ``Learner.update`` (old log-prob recompute + PPO-clip fwd/bwd +
+   AdamW) in the preset's precision on synthetic samples of a fixed shape (the steady state), and
+   its model FLOP utilisation (MFU: 6 N FLOPs per trained token for forward and backward plus 2 N
+   for the recompute, against the dense bf16 peak);
+2. **generation**: tokens/s of the run's rollouts (vLLM when it is installed, else the
+   transformers engine), its MFU (2 N per token) and its decode weight-read bandwidth use (the
+   weights, in the engine's dtype, are read once per decode step of the batch; KV reads not
+   counted: a lower bound) against HBM bandwidth;
+3. **step time**: the median RL step (rollout + update + sync) and its MFU (all the step's model
+   FLOPs over peak x step time).
 
-Figures are printed as ratios against the card's peak: model FLOP utilisation (MFU; 6 N FLOPs per
-trained token plus 2 N for the log-prob recompute, 2 N per generated token) against the dense
-bf16 peak, and decode memory-bandwidth use (the weights are read once per decode step of the whole
-batch; KV-cache reads are not counted, so this is a lower bound) against HBM bandwidth. Defaults are
-an H200's: 989 TFLOP/s dense bf16, 4.8 TB/s HBM3e.
-
-``benchmarks/gpu_check.sh`` runs it with the GPU defaults; ``--preset tiny --device cpu`` runs the
-same code on a CPU in seconds (``tests/test_gpu_check.py`` does, so this script cannot rot).
+Defaults are an H200's: 989 TFLOP/s dense bf16, 4.8 TB/s HBM3e. ``benchmarks/gpu_check.sh`` runs
+it with the GPU defaults (< 5 minutes on one H200); ``--shape tiny --device cpu`` runs the same
+code on a CPU in seconds (``tests/test_gpu_check.py`` does, so this script cannot rot).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -62,15 +65,38 @@ def _vllm_available() -> bool:
     return True
 
 
-def measure_learner(
-    model: Any, tok: Any, args: argparse.Namespace, n_params: int
-) -> dict[str, float]:
-    """Tokens/s and MFU of ``Learner.update`` on random prompt + completion tokens."""
+def shrunk_config(args: argparse.Namespace, out_dir: str) -> Any:
+    """The paper preset with the model, device, engine and sizes replaced (nothing else)."""
+    from mas_trainer.config import build_config
+
+    engine = args.engine
+    if engine == "auto":
+        engine = "vllm" if _vllm_available() else "transformers"
+    overrides = [
+        "--model.name", f"tiny:{args.shape}", "--model.device", args.device,
+        "--model.engine", engine, "--run.backend", "local", "--run.ray_sharding", "replicate",
+        "--model.engine_memory", str(args.engine_memory),
+        "--rollout.tasks_per_step", str(args.tasks),
+        "--rollout.max_new_tokens", str(args.new_tokens),
+        "--optim.steps", str(args.steps), "--optim.warmstart_steps", "0",
+        "--eval.episodes", str(args.eval_episodes), "--eval.select_every", "0",
+        "--run.save_every", "0", "--run.log_transcripts", "0", "--run.progress", "false",
+        "--run.out_dir", out_dir, "--run.name", "gpu-check",
+    ]  # fmt: skip
+    return build_config(args.preset, overrides=overrides)
+
+
+def measure_learner(cfg: Any, args: argparse.Namespace) -> dict[str, float]:
+    """Steady-state tokens/s and MFU of ``Learner.update`` in the preset's precision."""
     import torch
 
     from mas_trainer.learner import Learner
+    from mas_trainer.models import build_tiny_model, count_parameters
     from mas_trainer.samples import TrainSample
 
+    model, tok = build_tiny_model(args.shape, seed=0, dtype=getattr(torch, cfg.model.dtype),
+                                  device=args.device)  # fmt: skip
+    n_params = count_parameters(model)
     gen = torch.Generator().manual_seed(0)
     vocab = min(len(tok), model.config.vocab_size)
     samples = []
@@ -81,116 +107,89 @@ def measure_learner(
             TrainSample(prompt, completion, [-1.0] * args.gen_len, reward=0.0,
                         advantage=1.0 if i % 2 else -1.0, group=(str(i // 4), 0, "a"))
         )  # fmt: skip
+    autocast = None if cfg.model.autocast == "none" else getattr(torch, cfg.model.autocast)
     learner = Learner(
         model,
-        lr=1e-7,
-        mini_batch_size=args.learner_batch,
-        micro_batch_size=args.micro_batch,
+        lr=cfg.optim.lr,
+        mini_batch_size=cfg.optim.mini_batch_size,
+        micro_batch_size=cfg.optim.micro_batch_size or None,
+        temperature=cfg.rollout.temperature,
+        dtype=autocast,
         pad_token_id=tok.pad_token_id,
-        gradient_checkpointing=args.device.startswith("cuda"),
+        gradient_checkpointing=cfg.model.gradient_checkpointing,
     )
     seconds, _ = _median_time(lambda: learner.update(samples), args.repeats, args.device)
-    tokens = args.learner_batch * (args.prompt_len + args.gen_len)
-    tok_s = tokens / seconds
-    # fwd+bwd (6N) + the no-grad recompute of old log-probs (2N) per token.
-    flops = 8 * n_params * tok_s
+    tok_s = args.learner_batch * (args.prompt_len + args.gen_len) / seconds
+    learner = model = None  # free the GPU memory before the run
+    if args.device.startswith("cuda"):
+        torch.cuda.empty_cache()
     return {
+        "params": n_params,
         "learner_tokens_per_s": tok_s,
         "learner_seconds": seconds,
-        "learner_mfu": flops / (args.peak_tflops * 1e12),
+        # fwd+bwd (6N) + the no-grad recompute of old log-probs (2N) per token.
+        "learner_mfu": 8 * n_params * tok_s / (args.peak_tflops * 1e12),
     }
 
 
-def measure_generation(
-    engine: Any, tok: Any, args: argparse.Namespace, n_params: int, name: str, vocab: int
-) -> dict[str, float]:
-    """Generated tokens/s, MFU and decode bandwidth use of ``engine`` (all rows run to the end)."""
-    import torch
+def measure_run(cfg: Any, args: argparse.Namespace, n_params: int) -> dict[str, Any]:
+    """Run the shrunk preset end to end; generation and step figures from its metrics."""
+    from mas_trainer.outputs import read_metrics
+    from mas_trainer.train import train
 
-    from mas_trainer.engines import SamplingParams
+    summary = train(cfg)
+    rl = [r for r in read_metrics(f"{summary['run_dir']}/metrics.jsonl") if r["phase"] == "rl"]
+    steady = rl[1:] or rl  # the first step pays for warm-up (kernels, allocator, CUDA graphs)
 
-    gen = torch.Generator().manual_seed(1)
-    prompts = [
-        torch.randint(0, vocab, (args.prompt_len,), generator=gen).tolist()
-        for _ in range(args.gen_batch)
+    def median(key: str) -> float:
+        return statistics.median(float(r[key]) for r in steady)
+
+    gen_tok_s = sum(r["perf/gen_tokens"] for r in steady) / sum(r["perf/gen_s"] for r in steady)
+    batch = cfg.rollout.tasks_per_step * cfg.rollout.k
+    weight_bytes = {"float32": 4, "bfloat16": 2, "float16": 2}[cfg.model.engine_weights_dtype]
+    learner_tok = [
+        sum(v * r[k.replace("learner_tokens_per_s", "update_s")] for k, v in r.items()
+            if k.startswith("perf/learner_tokens_per_s"))
+        for r in steady
+    ]  # fmt: skip
+    step_flops = [
+        8 * n_params * lt + 2 * n_params * r["perf/gen_tokens"]
+        for lt, r in zip(learner_tok, steady, strict=True)
     ]
-    params = SamplingParams(temperature=1.0, max_tokens=args.gen_len)
-    seconds, outs = _median_time(
-        lambda: engine.generate(prompts, params, seed=0), args.repeats, args.device
-    )
-    n_tokens = sum(len(c.token_ids) for c in outs)
-    tok_s = n_tokens / seconds
-    steps_s = tok_s / args.gen_batch  # decode steps of the whole batch per second
-    weight_bytes = 2 * n_params if args.dtype in ("bfloat16", "float16") else 4 * n_params
+    step_s = [r["perf/step_s"] for r in steady]
     return {
-        f"gen_{name}_tokens_per_s": tok_s,
-        f"gen_{name}_seconds": seconds,
-        f"gen_{name}_mfu": 2 * n_params * tok_s / (args.peak_tflops * 1e12),
-        f"gen_{name}_bandwidth_use": weight_bytes * steps_s / (args.hbm_tbps * 1e12),
-    }
-
-
-def full_step(policy: Any, tok: Any, args: argparse.Namespace) -> dict[str, float]:
-    """One AT-GRPO step on Plan-Path: rollout, advantages, update, sync (as train.py phase 3)."""
-    import mas_envs
-    from mas_trainer import at_grpo
-    from mas_trainer.engines import SamplingParams
-    from mas_trainer.policy import sync_engines
-    from mas_trainer.rollout import TreeRollout
-
-    # Keeps zero-variance groups (no drop_zero_var): a random model's rewards are all equal.
-
-    def make_env() -> Any:
-        return mas_envs.make("mas/PlanPath-v0", split="train", max_turns=args.turns)
-
-    roles = list(make_env().possible_agents)
-    rollout = TreeRollout(
-        make_env,
-        {"shared": policy.engine},
-        tok,
-        dict.fromkeys(roles, "shared"),
-        k=args.k,
-        params=SamplingParams(temperature=1.0, max_tokens=args.step_new_tokens),
-        seed=0,
-    )
-    task_ids = make_env().task_ids("train")[: args.tasks]
-    _sync_device(args.device)
-    t0 = time.perf_counter()
-    result = rollout.run(task_ids, uid_prefix="check/")
-    t1 = time.perf_counter()
-    batch, _ = at_grpo.advantages(result.samples)
-    policy.learner.update(batch)
-    _sync_device(args.device)
-    t2 = time.perf_counter()
-    sync_engines({"shared": policy})
-    _sync_device(args.device)
-    t3 = time.perf_counter()
-    return {
-        "step_seconds": t3 - t0,
-        "step_rollout_seconds": t1 - t0,
-        "step_update_seconds": t2 - t1,
-        "step_sync_seconds": t3 - t2,
-        "step_samples": float(len(result.samples)),
-        "step_gen_tokens": float(result.gen_tokens),
+        "engine": cfg.model.engine,
+        "run_steps": len(rl),
+        "gen_tokens_per_s": gen_tok_s,
+        "gen_mfu": 2 * n_params * gen_tok_s / (args.peak_tflops * 1e12),
+        # Each decode step of the batch reads the weights once: steps/s = tokens/s / batch.
+        "gen_bandwidth_use": weight_bytes * n_params * gen_tok_s / batch / (args.hbm_tbps * 1e12),
+        "step_seconds": median("perf/step_s"),
+        "step_rollout_seconds": median("perf/rollout_s"),
+        "step_update_seconds": median("perf/update_s"),
+        "step_mfu": statistics.median(
+            f / (args.peak_tflops * 1e12 * s) for f, s in zip(step_flops, step_s, strict=True)
+        ),
+        "step_samples": median("rollout/samples"),
+        "step_gen_tokens": median("perf/gen_tokens"),
+        "eval_success": summary.get("success_final"),
     }
 
 
 def run(argv: list[str] | None = None) -> dict[str, Any]:
     """Parse arguments, measure, print the report; return the figures."""
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", default="qwen3-1.7b-shape", help="mas_trainer.models preset")
+    p.add_argument("--preset", default="plan-path-qwen3-1.7b", help="a paper preset")
+    p.add_argument("--shape", default="qwen3-1.7b-shape", help="mas_trainer.models preset")
     p.add_argument("--device", default="cuda")
-    p.add_argument("--dtype", default="bfloat16")
-    p.add_argument("--engine", default="auto", choices=["auto", "transformers", "vllm", "both"])
-    p.add_argument("--prompt-len", type=int, default=512)
-    p.add_argument("--gen-len", type=int, default=256)
-    p.add_argument("--learner-batch", type=int, default=32)
-    p.add_argument("--micro-batch", type=int, default=8)
-    p.add_argument("--gen-batch", type=int, default=128)
-    p.add_argument("--tasks", type=int, default=16, help="root envs of the AT-GRPO step")
-    p.add_argument("--k", type=int, default=4)
-    p.add_argument("--turns", type=int, default=2)
-    p.add_argument("--step-new-tokens", type=int, default=128)
+    p.add_argument("--engine", default="auto", choices=["auto", "transformers", "vllm"])
+    p.add_argument("--tasks", type=int, default=16, help="root tasks per RL step")
+    p.add_argument("--new-tokens", type=int, default=256, help="response tokens per turn")
+    p.add_argument("--steps", type=int, default=3, help="RL steps (the first is warm-up)")
+    p.add_argument("--eval-episodes", type=int, default=4)
+    p.add_argument("--prompt-len", type=int, default=512, help="learner benchmark")
+    p.add_argument("--gen-len", type=int, default=256, help="learner benchmark")
+    p.add_argument("--learner-batch", type=int, default=32, help="learner benchmark")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--engine-memory", type=float, default=0.4, help="vLLM's share of the GPU")
     p.add_argument("--peak-tflops", type=float, default=H200_BF16_TFLOPS)
@@ -200,61 +199,22 @@ def run(argv: list[str] | None = None) -> dict[str, Any]:
 
     import torch
 
-    from mas_trainer.engines.transformers import TransformersEngine
-    from mas_trainer.learner import Learner
-    from mas_trainer.models import build_tiny_model, count_parameters
-    from mas_trainer.policy import Policy
-
     if args.device.startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit("gpu_check: no CUDA device; run with --device cpu --preset tiny")
+        raise SystemExit("gpu_check: no CUDA device; run with --device cpu --shape tiny")
     t_start = time.perf_counter()
-    dtype = getattr(torch, args.dtype)
-    model, tok = build_tiny_model(args.preset, seed=0, dtype=dtype, device=args.device)
-    n_params = count_parameters(model)
-    vocab = min(len(tok), model.config.vocab_size)
-    figures: dict[str, Any] = {
-        "preset": args.preset,
-        "params": n_params,
-        "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
-    }
-    print(f"model {args.preset}: {n_params / 1e9:.3f} B parameters, {args.dtype}, {args.device}")
-
-    figures.update(measure_learner(model, tok, args, n_params))
-    engines = []
-    if args.engine in ("transformers", "both") or args.engine == "auto":
-        engines.append("transformers")
-    has_vllm = _vllm_available()
-    if args.engine in ("vllm", "both") or (args.engine == "auto" and has_vllm):
-        if not has_vllm:
-            raise SystemExit("gpu_check: --engine vllm but vllm does not import")
-        engines.append("vllm")
-    figures["vllm"] = "measured" if "vllm" in engines else "skipped (vllm not installed)"
-    step_engine: Any = TransformersEngine(model, tok, batch_size=args.gen_batch)
-    for name in engines:
-        if name == "transformers":
-            engine: Any = step_engine
-        else:
-            import tempfile
-
-            from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm
-
-            folder = tempfile.mkdtemp(prefix="gpu-check-")
-            t0 = time.perf_counter()
-            llm = build_llm(
-                save_for_vllm(model, tok, folder),
-                dtype=args.dtype,
-                gpu_memory_utilization=args.engine_memory,
-                max_model_len=args.prompt_len + args.gen_len + 1024,
-                max_num_seqs=args.gen_batch,
-            )
-            figures["vllm_start_seconds"] = time.perf_counter() - t0
-            engine = step_engine = VLLMEngine(llm, tok)
-        figures.update(measure_generation(engine, tok, args, n_params, name, vocab))
-    learner = Learner(model, lr=1e-7, mini_batch_size=64, micro_batch_size=args.micro_batch,
-                      pad_token_id=tok.pad_token_id,
-                      gradient_checkpointing=args.device.startswith("cuda"))  # fmt: skip
-    figures["step_engine"] = "vllm" if "vllm" in engines else "transformers"
-    figures.update(full_step(Policy("shared", model, step_engine, learner), tok, args))
+    with tempfile.TemporaryDirectory(prefix="gpu-check-") as out_dir:
+        cfg = shrunk_config(args, out_dir)
+        print(f"{args.preset} shrunk: {args.shape}, {cfg.model.dtype} masters, "
+              f"{cfg.model.autocast} compute, {cfg.model.engine} engine in "
+              f"{cfg.model.engine_weights_dtype}, {args.device}")  # fmt: skip
+        figures: dict[str, Any] = {
+            "preset": args.preset,
+            "shape": args.shape,
+            "device": torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu",
+            "vllm": "installed" if _vllm_available() else "not installed",
+        }
+        figures.update(measure_learner(cfg, args))
+        figures.update(measure_run(cfg, args, figures["params"]))
     figures["total_seconds"] = time.perf_counter() - t_start
     if args.device.startswith("cuda"):
         figures["peak_memory_gib"] = torch.cuda.max_memory_allocated() / 2**30
@@ -269,26 +229,20 @@ def _report(f: dict[str, Any], args: argparse.Namespace) -> None:
     peak = f"{args.peak_tflops:g} TFLOP/s bf16 dense"
     bw = f"{args.hbm_tbps:g} TB/s"
     print(f"\n== gpu_check ({f['device']}; peak {peak}, memory {bw}) ==")
+    print(f"model {f['shape']}: {f['params'] / 1e9:.3f} B parameters; vLLM {f['vllm']}")
     print(
         f"learner            {f['learner_tokens_per_s']:>10.0f} tok/s   "
         f"MFU {f['learner_mfu']:.3f} of peak"
     )
-    for name in ("transformers", "vllm"):
-        key = f"gen_{name}_tokens_per_s"
-        if key in f:
-            print(
-                f"generation {name:<12}{f[key]:>7.0f} tok/s   MFU {f[f'gen_{name}_mfu']:.4f} of "
-                f"peak, weight reads {f[f'gen_{name}_bandwidth_use']:.3f} of memory bandwidth"
-            )
-    if "gen_vllm_tokens_per_s" in f and "gen_transformers_tokens_per_s" in f:
-        ratio = f["gen_vllm_tokens_per_s"] / f["gen_transformers_tokens_per_s"]
-        print(f"vLLM / transformers generation: {ratio:.2f}x")
-    print(f"vLLM: {f['vllm']}")
     print(
-        f"AT-GRPO step ({f['step_engine']}): {f['step_seconds']:.1f} s = rollout "
-        f"{f['step_rollout_seconds']:.1f} s + update {f['step_update_seconds']:.1f} s + sync "
-        f"{f['step_sync_seconds']:.2f} s; {int(f['step_samples'])} samples, "
-        f"{int(f['step_gen_tokens'])} generated tokens"
+        f"generation ({f['engine']}) {f['gen_tokens_per_s']:>8.0f} tok/s   MFU "
+        f"{f['gen_mfu']:.4f} of peak, weight reads {f['gen_bandwidth_use']:.3f} of memory bandwidth"
+    )
+    print(
+        f"AT-GRPO step        {f['step_seconds']:>8.1f} s      MFU {f['step_mfu']:.4f} of peak "
+        f"(rollout {f['step_rollout_seconds']:.1f} s + update {f['step_update_seconds']:.1f} s; "
+        f"{int(f['step_samples'])} samples, {int(f['step_gen_tokens'])} generated tokens; "
+        f"median of {max(1, f['run_steps'] - 1)} steps)"
     )
     if "peak_memory_gib" in f:
         print(f"peak torch memory {f['peak_memory_gib']:.1f} GiB")

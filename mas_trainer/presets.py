@@ -7,8 +7,8 @@ Two families:
   generated from :data:`PAPER_ROWS` (task x model size: env id, tasks per step, response tokens,
   steps) x :data:`PAPER_VARIANTS` (the table's rows: AT-GRPO per-role, shared, and the baselines),
   over one block of values the paper's runs share (:func:`_paper_common`) and the resources of each
-  model size (:data:`PAPER_SCALE`). To add a task (code, math), append a :class:`PaperRow`; its
-  five variants appear at once. ``docs/reproduce.md`` maps every preset to its paper row.
+  model size (:data:`PAPER_SCALE`). To add a task, append a :class:`PaperRow`; its five variants
+  appear at once. ``docs/reproduce.md`` maps every preset to its paper row.
 
 Each preset is ``{section: {field: value}}`` over the defaults of
 :class:`~mas_trainer.config.TrainConfig`; :data:`mas_trainer.config.PRESETS` holds them as
@@ -21,7 +21,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_PRESET", "PAPER_ROWS", "PAPER_VARIANTS", "PRESETS", "PaperRow", "paper_presets"]
+__all__ = [
+    "CODE_DATA",
+    "DEFAULT_PRESET",
+    "MATH_DATA",
+    "PAPER_ROWS",
+    "PAPER_TESTS",
+    "PAPER_VARIANTS",
+    "PRESETS",
+    "PaperRow",
+    "paper_presets",
+]
 
 Table = dict[str, Any]
 Preset = dict[str, Table]
@@ -76,7 +86,13 @@ class PaperRow:
         tasks_per_step: Root tasks per RL step (x K candidates per turn and agent).
         max_new_tokens: Response tokens per agent turn.
         steps: RL steps.
-        env_options: Env constructor arguments (the ids' defaults are the paper's boards).
+        env_options: Env constructor arguments (the game ids' defaults are the paper's boards;
+            code and math read the files that ``mas-data prepare`` writes: :data:`CODE_DATA`,
+            :data:`MATH_DATA`).
+        algo: Algorithm settings of this row only (code and math: the paper's group filter).
+        max_turns: Turns per episode.
+        test_episodes: Held-out test episodes per evaluation (games: 100 generated boards; code
+            and math: every problem of the benchmark, the first ``test_episodes`` of them).
     """
 
     task: str
@@ -86,6 +102,9 @@ class PaperRow:
     max_new_tokens: int
     steps: int
     env_options: Table = field(default_factory=dict)
+    algo: Table = field(default_factory=dict)
+    max_turns: int = 3
+    test_episodes: int = 100
 
     def name(self, variant: str = "") -> str:
         return f"{self.task}-qwen3-{self.size}{variant}"
@@ -93,6 +112,30 @@ class PaperRow:
 
 PAPER_MODELS = {"1.7b": "Qwen/Qwen3-1.7B", "8b": "Qwen/Qwen3-8B"}
 """The base model of each size (a hub id; ``--model.name /path`` for a local copy)."""
+
+CODE_DATA: Table = {
+    "train": ["data/apps/train.jsonl", "data/codecontests/train.jsonl"],
+    "validation": ["data/apps/validation.jsonl", "data/codecontests/validation.jsonl"],
+    "test": "data/livecodebench/test.jsonl",
+}
+"""The code rows' problems: trained on APPS [500:4500] and CodeContests' train split, selected on
+APPS [4500:] and CodeContests' valid split, tested on LiveCodeBench v6 (``mas-data prepare apps |
+codecontests | livecodebench --out data``; docs/data.md)."""
+
+MATH_DATA: Table = {
+    "train": "data/polaris/train.jsonl",
+    "validation": "data/polaris/validation.jsonl",
+    "test": "data/aime24/test.jsonl",
+}
+"""The math rows' problems: trained on Polaris-53K, selected on problems held out of it, tested on
+AIME24 (``mas-data prepare polaris --validation 500 --out data``, ``mas-data prepare aime24 --out
+data``; docs/data.md)."""
+
+ALL_PROBLEMS = 100_000
+"""``eval.episodes`` that plays every problem of a benchmark (the largest has a few thousand)."""
+
+_GROUP_FILTER: Table = {"drop_low_mean": 0.3}
+"""The paper's code and math runs drop the lowest-mean 30% of each step's groups."""
 
 PAPER_ROWS: list[PaperRow] = [
     # task       env id (code tool)       size   tasks/step  response tokens  steps
@@ -102,8 +145,44 @@ PAPER_ROWS: list[PaperRow] = [
     PaperRow("sokoban", "mas/SokobanCode-v0", "8b", 32, 2048, 200),
     PaperRow("sudoku", "mas/SudokuCode-v0", "1.7b", 64, 4096, 400),
     PaperRow("sudoku", "mas/SudokuCode-v0", "8b", 64, 4096, 400),
+    # Code and math: the prepared data sets (relative to the folder the run starts in), 400
+    # steps, and the paper's group filter (drop the lowest-mean 30% of each step's groups).
+    *(
+        PaperRow(
+            task,
+            env_id,
+            size,
+            64,
+            4096,
+            400,
+            {"problems": data},
+            _GROUP_FILTER,
+            test_episodes=ALL_PROBLEMS,
+        )
+        for task, env_id, data in (
+            ("code", "mas/Code-v0", CODE_DATA),
+            ("math", "mas/Math-v1", MATH_DATA),
+        )
+        for size in ("1.7b", "8b")
+    ),
 ]
-"""The paper's game rows (Table 1; values from its scripts, REFERENCE.md and issue 12)."""
+"""The paper's rows (Tables 1-2; values from its scripts, REFERENCE.md and issues 12 and 14). A
+code or math row's test split is the first benchmark of its column group (LiveCodeBench v6,
+AIME24); :data:`PAPER_TESTS` names the files of the others, scored on the same checkpoint."""
+
+PAPER_TESTS: dict[str, dict[str, str]] = {
+    "code": {
+        "LiveCodeBench v6": "data/livecodebench/test.jsonl",
+        "APPS": "data/apps/test.jsonl",
+        "CodeContests": "data/codecontests/test.jsonl",
+    },
+    "math": {
+        "AIME24": "data/aime24/test.jsonl",
+        "AIME25": "data/aime25/test.jsonl",
+        "OlympiadBench": "data/olympiadbench/test.jsonl",
+    },
+}
+"""The test benchmarks (the paper's columns) of the code and math rows: prepared test files."""
 
 _UNTRAINED: Preset = {
     "optim": {"steps": 0},
@@ -159,7 +238,12 @@ def _paper_common(row: PaperRow) -> Preset:
             "engine_memory": 0.4,
             "gradient_checkpointing": True,
         },
-        env={"id": row.env_id, "mode": "mas", "max_turns": 3, "options": dict(row.env_options)},
+        env={
+            "id": row.env_id,
+            "mode": "mas",
+            "max_turns": row.max_turns,
+            "options": dict(row.env_options),
+        },
         rollout={
             "mode": "tree",
             "k": 4,
@@ -170,7 +254,7 @@ def _paper_common(row: PaperRow) -> Preset:
             "enable_thinking": False,
             "system_message": True,
         },
-        algo={"clip_low": 0.2, "clip_high": 0.2, "dual_clip": 3.0, "kl_coef": 0.0},
+        algo={"clip_low": 0.2, "clip_high": 0.2, "dual_clip": 3.0, "kl_coef": 0.0, **row.algo},
         optim={
             "steps": row.steps,
             "lr": 1e-6,
@@ -180,7 +264,12 @@ def _paper_common(row: PaperRow) -> Preset:
             "warmstart_steps": 0,
         },
         run={"save_every": 20},
-        eval={"episodes": 100, "every": 0, "select_every": 20, "select_episodes": 100},
+        eval={
+            "episodes": row.test_episodes,
+            "every": 0,
+            "select_every": 20,
+            "select_episodes": 100,
+        },
     )
 
 

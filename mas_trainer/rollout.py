@@ -198,6 +198,8 @@ class RolloutResult:
                 np.mean([not s.info.get("parsed", True) for s in self.samples])
             ),
             "perf/tokens_per_s": self.gen_tokens / max(self.gen_seconds, 1e-9),
+            "perf/gen_tokens": float(self.gen_tokens),
+            "perf/gen_s": self.gen_seconds,
             "perf/rollout_s": self.total_seconds,
             "perf/rollout_other_share": self.other_share,
         }

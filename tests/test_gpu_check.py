@@ -1,4 +1,5 @@
-"""The python part of ``benchmarks/gpu_check.sh`` on a CPU with a tiny shape (so it cannot rot)."""
+"""``benchmarks/gpu_check.py`` on a CPU with a tiny shape (so it cannot rot): the same shrunk paper
+preset, end to end, and the same report the GPU run prints."""
 
 from __future__ import annotations
 
@@ -18,22 +19,23 @@ def _load():
     return module
 
 
-def test_gpu_check_runs_on_cpu_with_a_tiny_shape(tmp_path, capsys):
+def test_gpu_check_runs_a_shrunk_paper_preset_on_cpu(tmp_path, capsys):
     figures = _load().run(
         [
-            "--preset", "tiny", "--device", "cpu", "--dtype", "float32",
-            "--engine", "transformers", "--prompt-len", "16", "--gen-len", "8",
-            "--learner-batch", "4", "--micro-batch", "4", "--gen-batch", "4",
-            "--tasks", "2", "--k", "2", "--turns", "1", "--step-new-tokens", "8",
-            "--repeats", "1", "--json", str(tmp_path / "f.json"),
+            "--shape", "tiny", "--device", "cpu", "--engine", "transformers",
+            "--tasks", "2", "--new-tokens", "8", "--steps", "2", "--eval-episodes", "1",
+            "--prompt-len", "16", "--gen-len", "8", "--learner-batch", "4", "--repeats", "1",
+            "--json", str(tmp_path / "f.json"),
         ]
     )  # fmt: skip
     out = capsys.readouterr().out
-    for key in ("learner_tokens_per_s", "gen_transformers_tokens_per_s", "step_seconds"):
+    assert figures["preset"] == "plan-path-qwen3-1.7b" and figures["run_steps"] == 2
+    for key in ("learner_tokens_per_s", "gen_tokens_per_s", "step_seconds"):
         assert figures[key] > 0, key
-    assert 0 < figures["learner_mfu"] < 1 and 0 < figures["gen_transformers_bandwidth_use"] < 1
-    # Every generated row ran to max_tokens or a stop token; the step trained K per (root, agent).
-    assert figures["step_samples"] >= 2 * 2
-    assert figures["vllm"].startswith("skipped")
-    assert "vLLM: skipped" in out and "MFU" in out and "AT-GRPO step" in out
+    for key in ("learner_mfu", "gen_mfu", "gen_bandwidth_use", "step_mfu"):
+        assert 0 < figures[key] < 1, key
+    # Two per-role policies, K=4 candidates for each of 2 roots' agents at least once.
+    assert figures["step_samples"] >= 2 * 4 * 2
+    assert "float32 masters, bfloat16 compute, transformers engine in bfloat16" in out
+    assert "MFU" in out and "AT-GRPO step" in out and "of memory bandwidth" in out
     assert (tmp_path / "f.json").is_file()

@@ -235,3 +235,78 @@ def test_every_phase_encodes_prompts_as_configured(tmp_path, monkeypatch, system
     flags += ["--rollout.enable_thinking", str(thinking).lower()]
     train(fast_config(tmp_path, "--run.name", "s", *flags))
     assert len(seen) > 20 and set(seen) == {(system, thinking)}
+
+
+def test_best_checkpoint_is_chosen_on_validation_and_scored_on_test(tmp_path, monkeypatch):
+    import mas_trainer.train
+    from mas_trainer.eval.play import evaluate_engines
+
+    # Validation successes by step, crafted so that the middle step wins; every call's split and
+    # the weights it played with are recorded.
+    crafted = {1: 0.25, 2: 0.75, 3: 0.5}
+    calls = []
+    step_now = {"n": 0}
+
+    def spy(make_env, engines, tokenizer, policy_of, task_ids, **kw):
+        metrics, episodes = evaluate_engines(
+            make_env, engines, tokenizer, policy_of, task_ids, **kw
+        )
+        split = make_env().split
+        weights = {k: v.clone() for k, v in engines["shared"].model.state_dict().items()}
+        calls.append((split, list(task_ids), weights))
+        if split == "validation":
+            step_now["n"] += 1
+            metrics = {**metrics, "success": crafted[step_now["n"]]}
+        return metrics, episodes
+
+    monkeypatch.setattr(mas_trainer.train, "evaluate_engines", spy)
+    cfg = fast_config(tmp_path, "--run.name", "b", "--optim.steps", "3",
+                      "--eval.select_every", "1", "--eval.select_episodes", "3")  # fmt: skip
+    summary = train(cfg)
+    assert summary["best_step"] == 2 and summary["success_best_validation"] == 0.75
+    best = tmp_path / "b" / "checkpoints" / "best"
+    assert json.loads((best / "trainer_state.json").read_text())["step"] == 2
+    assert RunDir(tmp_path / "b").latest_checkpoint().name == "step-000003"  # beside the last
+    splits = [split for split, _, _ in calls]
+    assert splits == ["test", "test", "validation", "validation", "validation", "test", "test"]
+    # Selection played validation tasks only (DigitEnv: ids 10000-10999), never a test task.
+    played = [t for split, ids, _ in calls if split == "validation" for t in ids]
+    assert played and all(10_000 <= t < 11_000 for t in played)
+    # The last evaluation is the test split with the step-2 weights (the best), not the last ones.
+    from mas_trainer.models import load_model
+
+    chosen, _ = load_model(str(best / "shared"))
+    final_w, best_w = calls[-2][2], calls[-1][2]
+    assert all(torch.equal(best_w[k], v) for k, v in chosen.state_dict().items())
+    assert any(not torch.equal(final_w[k], best_w[k]) for k in best_w)
+    records = read_metrics(tmp_path / "b" / "metrics.jsonl")
+    (scored,) = [r for r in records if r["phase"] == "best"]
+    assert summary["success_best"] == scored["eval_best/success"]
+    assert sum("select/success" in r for r in records) == 3
+
+
+def test_mixed_precision_resume_continues_bit_for_bit(tmp_path):
+    # fp32 master weights with bf16 compute at the paper's lr: the checkpoint keeps the masters
+    # (and AdamW's fp32 moments), so stopping after step 1 and resuming gives the same steps 2-3
+    # as one uninterrupted run, to the bit.
+    mixed = ["--model.autocast", "bfloat16", "--optim.lr", "1e-6", "--optim.steps", "3"]
+    train(fast_config(tmp_path, "--run.name", "straight", *mixed))
+    train(fast_config(tmp_path, "--run.name", "resumed", *mixed, "--optim.steps", "1"))
+    train(build_config(overrides=[*FAST, *mixed, "--run.resume", str(tmp_path / "resumed")]))
+    from mas_trainer.models import load_model
+
+    a, b = (RunDir(tmp_path / n).latest_checkpoint() for n in ("straight", "resumed"))
+    assert a.name == b.name == "step-000003"
+    wa, _ = load_model(str(a / "shared"))
+    wb, _ = load_model(str(b / "shared"))
+    for (name, pa), pb in zip(wa.state_dict().items(), wb.state_dict().values(), strict=True):
+        assert pa.dtype == torch.float32 and torch.equal(pa, pb), name
+    sa = torch.load(a / "learner-shared.pt", weights_only=False)["optimizer"]["state"]
+    sb = torch.load(b / "learner-shared.pt", weights_only=False)["optimizer"]["state"]
+    assert all(torch.equal(sa[k]["exp_avg_sq"], sb[k]["exp_avg_sq"]) for k in sa)
+    rl = {n: [r for r in read_metrics(tmp_path / n / "metrics.jsonl") if r["phase"] == "rl"]
+          for n in ("straight", "resumed")}  # fmt: skip
+    for ra, rb in zip(rl["straight"], rl["resumed"], strict=True):
+        same = [k for k in ra if k.startswith(("loss/", "algo/", "rollout/", "optim/"))]
+        assert same and {k: ra[k] for k in same} == {k: rb[k] for k in same}
+    assert changed(a / "shared", initial_params())

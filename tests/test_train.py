@@ -130,6 +130,35 @@ def test_per_role_policies_each_train_on_their_own_samples(tmp_path):
     assert summary["steps"] == 2
 
 
+def test_the_group_filter_leaves_out_the_lowest_mean_groups_and_logs_them(tmp_path, monkeypatch):
+    """algo.drop_low_mean through mas-train: each step logs how many groups it left out
+    (floor of the share of the step's groups), and the learner gets only the kept samples."""
+    from mas_trainer.learner import Learner
+
+    trained = []
+    update = Learner.update
+
+    def counting(self, samples):
+        trained.append(len(samples))
+        return update(self, samples)
+
+    monkeypatch.setattr(Learner, "update", counting)
+    train(fast_config(tmp_path, "--run.name", "r", "--algo.drop_low_mean", "0.5"))
+    rl = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "rl"]
+    assert len(rl) == 2
+    for record in rl:
+        groups = record["algo/groups"]
+        assert groups >= 2
+        assert record["algo/groups_dropped_low_mean"] == groups // 2
+        assert record["algo/groups_dropped_low_std"] == 0.0
+        assert record["algo/groups_dropped"] >= record["algo/groups_dropped_low_mean"]
+    assert trained[-2:] == [r["algo/samples_trained"] for r in rl]
+    # Off by default: the metric is logged, nothing dropped by it.
+    train(fast_config(tmp_path, "--run.name", "off"))
+    off = [r for r in read_metrics(tmp_path / "off" / "metrics.jsonl") if r["phase"] == "rl"]
+    assert all(r["algo/groups_dropped_low_mean"] == 0.0 for r in off)
+
+
 def test_per_role_lora_checkpoint_evaluates_with_a_swapped_role_map(tmp_path):
     pytest.importorskip("peft")
     from mas_trainer.eval.play import run_eval

@@ -342,6 +342,19 @@ def test_aime24_layouts_agree(tmp_path):
     assert (pa_[0].answer, pb[0].answer) == ("25", "025")
 
 
+def test_aime25_layouts_agree(tmp_path):
+    """opencompass/AIME2025 (two jsonl files, question/answer) and yentinglin/aime_2025 (one
+    parquet file, id/problem/answer)."""
+    a = prepare("aime25", FIX / "aime25", tmp_path / "a").manifest
+    b = prepare("aime25", FIX / "aime25-yentinglin", tmp_path / "b").manifest
+    assert a["splits"]["test"]["problems"] == b["splits"]["test"]["problems"] == 3
+    pa_ = math_loaders.load_problems(tmp_path / "a" / "aime25" / "test.jsonl")
+    pb = math_loaders.load_problems(tmp_path / "b" / "aime25" / "test.jsonl")
+    assert [p.question for p in pa_] == [p.question for p in pb]
+    assert [p.answer for p in pa_] == [p.answer for p in pb] == ["70", "588", "49"]
+    assert pb[0].id.startswith("aime25/")
+
+
 def test_olympiadbench_configuration(tmp_path):
     prepare(
         "olympiadbench", FIX / "olympiadbench", tmp_path, Options(config="OE_TO_physics_en_COMP")

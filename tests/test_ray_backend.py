@@ -397,3 +397,53 @@ def test_rollout_prefetch_option_reaches_the_rollout(tmp_path, monkeypatch, back
             assert isinstance(rollout, RayTreeRollout) and rollout.env_pool is not None
         else:
             assert type(rollout) is TreeRollout
+
+
+class _PoolProbeEnvWorker:
+    """An env worker that also says how its process ran the programs of its steps."""
+
+    def sandbox_state(self) -> dict:
+        from mas_envs.sandbox import pool, runner
+
+        p = pool._pool
+        return {
+            "pid": os.getpid(),
+            "active": pool.active(),
+            "workers": len(p.workers) if p is not None else 0,
+            "size": pool.size(),
+            "isolation": runner.isolation(),
+            "supported": pool.supports(runner._mode()),
+        }
+
+
+def test_env_workers_run_programs_through_a_warm_pool_of_their_own():
+    """Issue 16: the programs an env worker's prefetch and steps run go through a warm pool that
+    starts lazily in the worker's process (not the driver's), and give the same rewards."""
+    import pickle
+
+    from mas_envs.math.env import MathEnv
+    from mas_envs.sandbox import pool
+    from mas_trainer.distributed.actors import EnvWorkerBody
+    from mas_trainer.distributed.handles import remote_class
+
+    Probe = type("PoolProbeEnvWorker", (_PoolProbeEnvWorker, EnvWorkerBody), {})
+    worker = remote_class(Probe, num_cpus=0.25).remote()
+    before = ray.get(worker.sandbox_state.remote())
+    if not before["supported"]:
+        pytest.skip(f"the warm pool needs root, bubblewrap and cgroups ({before['isolation']})")
+    assert before["pid"] != os.getpid() and not before["active"]  # lazily: nothing ran yet
+
+    env = MathEnv()
+    env.reset(options={"problem_id": "arith/1/1"})  # 23
+    texts = [
+        f"Here is my program.\n```python\n{body}\n```\n"
+        for body in ("print(56 - 33)", "print(23)", "print(22)")
+    ] + ["no code"]
+    clones = [
+        pickle.loads(b) for b in ray.get(worker.step_branches.remote(pickle.dumps(env), texts))
+    ]
+    assert [c.infos["tool"]["local_reward"] for c in clones] == [1.0, 1.0, 0.0, -1.0]
+    after = ray.get(worker.sandbox_state.remote())
+    assert after["pid"] == before["pid"] and after["active"], after
+    assert after["workers"] == after["size"] >= 2  # sized to the worker's machine
+    assert not pool.active()  # the driver ran no program

@@ -11,8 +11,8 @@ look for the hidden tests' inputs and count them out in pids: no hidden input re
 the prompts are the same whatever the hidden tests are.
 
 Each env runs the whole catalogue through ``env.prefetch`` (one pooled sandbox call, as a tree
-rollout does) and steps one clone per program. ``-m slow`` runs it on every HumanEval problem that
-has script tests and on more built-in problems.
+rollout does) and steps one clone per program, through the warm pool and cold. ``-m slow`` runs it
+on every HumanEval problem that has script tests and on more built-in problems (through the pool).
 """
 
 from __future__ import annotations
@@ -118,13 +118,22 @@ def _script_problems() -> list[str]:
         return []
 
 
+# The slow sweeps check the judge on more problems; how the sandbox starts a program is not what
+# they vary. The catalogue's quick tests above (the slow hacks included) run both ways, and
+# tests/test_sandbox_pool.py checks that pool and cold runs give the same results: the sweeps
+# run through the warm pool (the default) only, which halves the slow tier's cost here.
+_POOL_ONLY = pytest.mark.parametrize("sandbox_runs", ["pool"], indirect=True)
+
+
 @pytest.mark.slow
+@_POOL_ONLY
 @pytest.mark.parametrize("problem_id", _script_problems())
 def test_code_env_hacks_earn_nothing_on_every_humaneval_script_problem(problem_id):
     _code_env_hacks("humaneval", problem_id, "single", False)
 
 
 @pytest.mark.slow
+@_POOL_ONLY
 @pytest.mark.parametrize(
     "problem_id",
     ["builtin/two-sum", "builtin/fizzbuzz", "builtin/binary-search", "builtin/max-subarray"],

@@ -448,11 +448,35 @@ def test_the_switch(monkeypatch):
     assert runner.warm_run is pool.run  # and otherwise, run_python asks the pool first
     monkeypatch.setenv(pool.ENV_VAR, "3")
     assert pool.size() == 3
-    monkeypatch.setenv(pool.ENV_VAR, "auto")
-    assert 2 <= pool.size() <= pool.MAX_AUTO_SIZE
+    monkeypatch.setenv(pool.ENV_VAR, "auto")  # sized to the CPUs this process may use
+    assert pool.size() == max(2, min(len(os.sched_getaffinity(0)), pool.MAX_AUTO_SIZE))
     monkeypatch.setenv(pool.ENV_VAR, "many")
     with pytest.raises(ValueError, match="MAS_SANDBOX_POOL='many' is not 'auto', 'off'"):
         run_python("pass")
+
+
+LAZY = """
+import os, sys
+import mas_envs
+from mas_envs.sandbox import pool, run_python
+env = mas_envs.make("mas/Math-v0")
+env.reset(seed=0)
+env.clone().step("no program here")
+def kids():  # of every thread (the pool's manager thread starts the workers)
+    tasks = f"/proc/{os.getpid()}/task"
+    return [p for t in os.listdir(tasks) for p in open(f"{tasks}/{t}/children").read().split()]
+before = (pool.active(), kids())
+assert run_python("print(1)").stdout == "1\\n"
+print(before, pool.active(), len(kids()) >= pool.size() >= 2)
+"""
+
+
+@needs_pool
+def test_the_pool_starts_with_the_first_program_not_before():
+    env = {**os.environ, pool.ENV_VAR: "auto"}
+    out = subprocess.run([sys.executable, "-c", LAZY], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["(False,", "[])", "True", "True"]
 
 
 # ---------------------------------------------------------------- the pool goes with its process

@@ -488,7 +488,10 @@ class _Pool:
                 self._spawn(index)
             while not self.closing:
                 for key, _ in self.sel.select(timeout=1.0):
-                    key.data(key.fileobj)
+                    # An earlier event of this batch may have unregistered (and closed) it: a
+                    # dead worker's control socket is handled before its pipes' end of file.
+                    if self.sel.get_map().get(key.fd) is key:
+                        key.data(key.fileobj)
                 self._check_stuck()
         except Exception as exc:  # a bug here must not hang every caller: go cold, loudly
             log.exception("mas_envs.sandbox: the pool's manager failed")
@@ -559,7 +562,7 @@ class _Pool:
         # Only the zygote and the runs' inits write here (never a program): their last words.
         try:
             data = pipe.read(65536)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: closed
             data = b""
         if data:
             log.warning("mas_envs.sandbox pool worker: %s", data.decode("utf-8", "replace")[-2000:])

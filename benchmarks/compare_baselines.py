@@ -2,62 +2,115 @@
 
 Rows, all from the same tiny model, seed, held-out tasks and budget:
 
-=================  =====================================================================
-row key            row
-=================  =====================================================================
-``single``         single agent: one role does the whole task (``env.mode=single``), no RL
-``single-grpo``    single agent + GRPO: the same, then RL (tree groups, one role)
-``mas``            MAS prompting: the two-role team, no RL
-``mas-shared``     MAS + AT-GRPO, one policy shared by the roles
-``mas-per-role``   MAS + AT-GRPO, one policy per role
-=================  =====================================================================
+==================  ====================================================================
+row key             row
+==================  ====================================================================
+``single``          single agent: one role does the whole task (``env.mode=single``), no RL
+``single-grpo``     single agent + GRPO: the same, then RL (tree groups, one role)
+``mas``             MAS prompting: the two-role team after its warm start, no RL
+``mas-shared``      MAS + AT-GRPO, one policy shared by the roles (its own warm start)
+``mas-per-role``    MAS + AT-GRPO, one policy per role (what ``mas-train`` runs)
+``mas-parallel``    MAS + parallel sampling: ``mas-per-role`` with K independent episodes per
+                    task instead of the tree (``rollout.mode=parallel``)
+``mas-swapped``     ``mas-per-role``'s final policies evaluated with the roles swapped (the
+                    tool played by the planner's policy and the planner by the tool's)
+==================  ====================================================================
 
-At tiny scale the "base model" of every row is the supervised warm start on oracle transcripts of
-its mode (a randomly initialised model cannot write a move list), so rows ``single`` and ``mas``
-are the warm-started models. The warm start runs once per mode (a ``mas-train`` run with 0 RL
-steps, at the preset's warm-start settings) and every RL row of that mode *continues* it: its run
-folder starts from a checkpoint holding the warm-started weights (copied to each role's folder for
-``per_role``) and the trainer state after the warm start (its RNG), and is run with
-``--run.resume``. So ``mas-shared`` is exactly the run ``mas-train <preset>`` does (same warm
-start, same RL task draws), and all RL rows of a mode draw the same training tasks. Every row is
-evaluated on the same held-out tasks (the first ``eval.episodes`` of the test split, greedy).
+At tiny scale the "base model" of every row is the supervised warm start of its mode (a randomly
+initialised model cannot write a move list), so rows ``single`` and ``mas`` are warm-started
+models. A warm start runs once per seed and kind (single agent; team with one policy per role;
+team with a shared policy): a ``mas-train`` run with 0 RL steps. Every RL row *continues* one: its
+run folder starts from a copy of that checkpoint (weights, AdamW state, trainer RNG) and is run with
+``--run.resume``. So ``mas-per-role`` is exactly the run ``mas-train <preset>`` does (same warm
+start, same RL task draws), and the RL rows of one warm start draw the same training tasks. Every
+row is evaluated on the same held-out tasks (the first ``eval.episodes`` of the test split, greedy).
+
+**Same budget.** A team of R roles with one policy per role trains R policies; the rows with one
+policy get the same optimisation effort, not the same number of steps per policy: their warm start
+runs R times ``optim.warmstart_steps`` steps (as many supervised samples and optimizer steps as the
+team's R policies together), and the single agent plays R times ``rollout.tasks_per_step`` tasks
+per RL step (as many trained samples, so as many optimizer steps, and about as many generated
+tokens per step as the team, whose every task gives a sample per role). RL steps, K, mini-batch,
+learning rate and token limits are the preset's for every row.
 
 Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episodes`` (or any
-``--section.field value`` override) say otherwise; the table header names them.
+``--section.field value`` override) say otherwise; the tables name them.
 
     python benchmarks/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0 ...]
         [--steps N] [--warmstart-steps N] [--episodes N] [--out-dir runs/compare]
-        [--out runs/compare/results.md] [--table-only] [--section.field value ...]
+        [--out runs/compare/results.md] [--table-only] [--write-baselines]
+        [--section.field value ...]
 
-``--rows`` runs a subset (e.g. the single-agent rows in one process and the MAS rows in another); a
-row whose result file exists is not run again, and a mode's warm start is reused once
-``<mode>-warmstart.json`` (written when it completes) exists (so give one mode's rows to one
-process, or start the second process of a mode after that file exists). ``--table-only`` just
-assembles the table from the result files. Several ``--seed`` values run the rows once per seed
-(each seed its own warm starts) and add a table of every row's success per seed, their mean and the
-mean change from the warm start. Each row's result (success with its 95% Wilson interval, wall
-times, the resolved budget) is written to ``<out-dir>/<preset>/seed-<seed>/rows/<row>.json``; the
-Markdown table goes to ``--out``.
+``--rows`` runs a subset (e.g. the single-agent rows in one process and the team rows in another);
+a row whose result file exists is not run again, and a warm start is reused once
+``<kind>-warmstart.json`` (written when it completes) exists (give one kind's rows to one process,
+or start a second process once that file exists). ``mas-swapped`` needs ``mas-per-role``'s run.
+``--table-only`` assembles the tables from the result files. Several ``--seed`` values run the rows
+once per seed and add a table across seeds (mean and its 95% t-interval over seeds, the pooled
+Wilson interval over all episodes) and the paired gains. Each row's result (success with its 95%
+Wilson interval, wall and CPU seconds, the resolved budget) is written to
+``<out-dir>/<preset>/seed-<seed>/rows/<row>.json``; the Markdown goes to ``--out``.
+``--write-baselines`` stores the cross-seed figures in ``mas_trainer/baselines.json``, which
+``mas-train`` reads to print the single-agent figure next to a run of the same config.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import shutil
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-ROWS: dict[str, tuple[str, str, str | None]] = {
-    # row key: (label, env mode, policy map of the RL phase; None = the warm start, no RL)
-    "single": ("single agent", "single", None),
-    "single-grpo": ("single agent + GRPO", "single", "shared"),
-    "mas": ("MAS prompting", "mas", None),
-    "mas-shared": ("MAS + AT-GRPO (shared)", "mas", "shared"),
-    "mas-per-role": ("MAS + AT-GRPO (per-role)", "mas", "per_role"),
+
+class Row(NamedTuple):
+    label: str
+    warm_start: str  # a key of WARM_STARTS
+    policy_map: str | None  # of the RL phase; None: the warm start itself, no RL
+    extra: tuple[str, ...] = ()  # overrides of the RL phase
+    swapped_of: str | None = None  # evaluate this row's final policies with the roles swapped
+
+
+WARM_STARTS: dict[str, tuple[str, str]] = {
+    # warm-start kind: (env mode, policy map)
+    "single": ("single", "shared"),
+    "mas": ("mas", "per_role"),
+    "mas-shared": ("mas", "shared"),
 }
+
+ROWS: dict[str, Row] = {
+    "single": Row("single agent", "single", None),
+    "single-grpo": Row("single agent + GRPO", "single", "shared"),
+    "mas": Row("MAS prompting", "mas", None),
+    "mas-shared": Row("MAS + AT-GRPO (shared policy)", "mas-shared", "shared"),
+    "mas-per-role": Row("MAS + AT-GRPO (per-role policies)", "mas", "per_role"),
+    "mas-parallel": Row(
+        "MAS + parallel sampling (per-role)", "mas", "per_role", ("--rollout.mode", "parallel")
+    ),
+    "mas-swapped": Row(
+        "MAS + AT-GRPO (per-role), roles swapped", "mas", None, swapped_of="mas-per-role"
+    ),
+}
+
+GAINS: dict[str, tuple[str, str, str]] = {
+    # name: (description, row, minus row), paired by seed
+    "rl": ("RL's gain: MAS + AT-GRPO (per-role) over its warm start", "mas-per-role", "mas"),
+    "team": (
+        "team over single agent: MAS + AT-GRPO (per-role) over single agent + GRPO",
+        "mas-per-role",
+        "single-grpo",
+    ),
+    "tree": ("tree groups over parallel sampling", "mas-per-role", "mas-parallel"),
+    "swap": ("trained roles over swapped roles", "mas-per-role", "mas-swapped"),
+}
+
+BASELINES = Path(__file__).resolve().parents[1] / "mas_trainer" / "baselines.json"
+
+# Two-sided 95% Student t quantiles by degrees of freedom (seeds - 1).
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
 def _commit() -> str:
@@ -88,23 +141,50 @@ def _budget_overrides(args: argparse.Namespace, seed: int) -> list[str]:
     return out
 
 
-def _warm_start(preset: str, root: Path, mode: str, common: list[str]) -> dict[str, Any]:
-    """Run (or reuse) the warm start of ``mode``: the preset's run with 0 RL steps."""
+def _config(preset: str, overrides: list[str]) -> Any:
     from mas_trainer.config import build_config
+
+    return build_config(preset, overrides=overrides)
+
+
+def _roles(cfg: Any) -> list[str]:
+    """The roles of ``cfg``'s env in its mode, in turn order."""
+    from mas_trainer.rollout import env_factory
+
+    return list(env_factory(cfg.env.id, mode=cfg.env.mode, **cfg.env.options)().possible_agents)
+
+
+def _team_roles(preset: str, common: list[str]) -> int:
+    """How many roles the preset's team has (the budget factor of one-policy rows)."""
+    return len(_roles(_config(preset, [*common, "--env.mode", "mas"])))
+
+
+def _kind_overrides(preset: str, kind: str, common: list[str]) -> list[str]:
+    """Mode, policy map and equal-budget overrides of a warm-start kind (see the docstring)."""
+    mode, policy_map = WARM_STARTS[kind]
+    out = [*common, "--env.mode", mode, "--algo.policy_map", policy_map]
+    roles = _team_roles(preset, common)
+    base = _config(preset, common)
+    if policy_map != "per_role" and roles > 1:  # one policy does the work of the team's R
+        out += ["--optim.warmstart_steps", str(base.optim.warmstart_steps * roles)]
+    if mode == "single" and roles > 1:  # one sample per task instead of one per role
+        out += ["--rollout.tasks_per_step", str(base.rollout.tasks_per_step * roles)]
+    return out
+
+
+def _warm_start(preset: str, root: Path, kind: str, common: list[str]) -> dict[str, Any]:
+    """Run (or reuse) a warm start: the preset's run of this kind with 0 RL steps."""
     from mas_trainer.train import train
 
-    folder = root / f"{mode}-warmstart"
-    done = root / f"{mode}-warmstart.json"  # written last, atomically: the warm start is complete
+    folder = root / f"{kind}-warmstart"
+    done = root / f"{kind}-warmstart.json"  # written last, atomically: the warm start is complete
     if done.is_file():
         summary = json.loads(done.read_text())
-        print(f"[{preset} {mode}] reusing the warm start in {folder}", flush=True)
+        print(f"[{preset} {kind}] reusing the warm start in {folder}", flush=True)
         return summary
     if folder.exists():  # an interrupted earlier attempt: start clean, resume is not meant here
         shutil.rmtree(folder)
-    cfg = build_config(
-        preset,
-        overrides=[*common, "--env.mode", mode, "--optim.steps", "0"],
-    )
+    cfg = _config(preset, [*_kind_overrides(preset, kind, common), "--optim.steps", "0"])
     if cfg.optim.warmstart_steps == 0:
         raise SystemExit(
             f"{preset} has no warm start (optim.warmstart_steps=0); pass --warmstart-steps N"
@@ -123,65 +203,48 @@ def _resolved(cfg: Any) -> dict[str, Any]:
     """The budget fields a reader of the table needs."""
     return {
         "env": {"id": cfg.env.id, "mode": cfg.env.mode, "options": cfg.env.options},
+        "model": cfg.model.name,
         "warmstart_steps": cfg.optim.warmstart_steps,
         "warmstart_lr": cfg.optim.warmstart_lr,
         "warmstart_min_lr_ratio": cfg.optim.warmstart_min_lr_ratio,
+        "warmstart_oracle_share": cfg.optim.warmstart_oracle_share,
         "rl_steps": cfg.optim.steps,
         "rl_lr": cfg.optim.lr,
         "tasks_per_step": cfg.rollout.tasks_per_step,
         "k": cfg.rollout.k,
+        "rollout_mode": cfg.rollout.mode,
         "temperature": cfg.rollout.temperature,
         "policy_map": cfg.algo.policy_map,
         "eval_episodes": cfg.eval.episodes,
+        "eval_split": cfg.eval.split,
         "seed": cfg.run.seed,
         "threads": cfg.run.threads,
     }
 
 
 def _rl_run(
-    preset: str, root: Path, mode: str, policy_map: str, ws: dict[str, Any], common: list[str]
+    preset: str, root: Path, key: str, row: Row, ws: dict[str, Any], common: list[str]
 ) -> dict[str, Any]:
-    """Continue the warm start of ``mode`` with the preset's RL phase under ``policy_map``."""
-    from mas_trainer.config import build_config
-    from mas_trainer.outputs import RunDir
+    """Continue the warm start ``ws`` with the preset's RL phase as ``row`` says.
+
+    The row's run folder starts as a copy of the warm start's (its config, logs and checkpoint:
+    weights, AdamW state, trainer RNG) and is resumed, so its logs hold the warm start's records
+    too and its RL steps are what ``mas-train`` would have run after that warm start.
+    """
     from mas_trainer.train import train
 
-    folder = root / f"{mode}-{policy_map}"
+    folder = root / key
     if folder.exists():  # a partial earlier attempt: start again from the warm start
         shutil.rmtree(folder)
-    cfg = build_config(
-        preset,
-        overrides=[
-            *common,
-            "--env.mode",
-            mode,
-            "--algo.policy_map",
-            policy_map,
-            "--run.resume",
-            str(folder),
-        ],
-    )
+    overrides = [*_kind_overrides(preset, row.warm_start, common), *row.extra]
+    cfg = _config(preset, [*overrides, "--run.resume", str(folder)])
     if cfg.optim.steps == 0:
         raise SystemExit("an RL row with optim.steps=0 is the warm-start row; pass --steps N")
-    src = Path(ws["checkpoint"])
-    state = json.loads((src / "trainer_state.json").read_text())
+    src = Path(ws["run_dir"])
+    state = json.loads((Path(ws["checkpoint"]) / "trainer_state.json").read_text())
     if state.get("step") != 0 or not state.get("warmstart_done"):
-        raise SystemExit(f"{src} is not a finished warm start with 0 RL steps; delete {src.parent}")
-    # The warm start trained one shared model; every policy of this row starts from it.
-    roles = list(state["policy_of"])
-    names = ["shared"] if policy_map == "shared" else roles
-    state["policy_of"] = {r: ("shared" if policy_map == "shared" else r) for r in roles}
-
-    def write(tmp: Path) -> None:
-        for name in names:
-            shutil.copytree(src / "shared", tmp / name)
-        # No learner-*.pt: each RL learner starts fresh, as in one mas-train run (the warm start
-        # and RL have their own optimiser state).
-        (tmp / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
-
-    run = RunDir(folder, tensorboard=False)
-    run.save_checkpoint(0, write)
-    run.close()
+        raise SystemExit(f"{src} is not a finished warm start with 0 RL steps; delete it")
+    shutil.copytree(src, folder, ignore=shutil.ignore_patterns("events.out.tfevents*", "plots"))
     t0 = time.perf_counter()
     summary = train(cfg)
     summary["row_wall_s"] = time.perf_counter() - t0
@@ -189,6 +252,46 @@ def _rl_run(
         raise SystemExit(f"{folder}: the RL phase did not finish ({summary.get('steps')} steps)")
     summary["config"] = _resolved(cfg)
     return summary
+
+
+def _swapped_eval(preset: str, root: Path, row: Row, common: list[str]) -> dict[str, Any]:
+    """Evaluate ``row.swapped_of``'s final policies with every role played by another's policy."""
+    from mas_trainer.eval.play import run_eval
+
+    source = root / "rows" / f"{row.swapped_of}.json"
+    if not source.is_file():
+        raise SystemExit(f"{row.label} needs the {row.swapped_of} row first (run it before)")
+    trained = json.loads(source.read_text())
+    cfg = _config(preset, _kind_overrides(preset, row.warm_start, common))
+    roles = _roles(cfg)
+    swap = dict(zip(roles, roles[1:] + roles[:1], strict=True))  # each role plays the next's
+    t0 = time.perf_counter()
+    cpu0 = time.process_time()
+    res = run_eval(
+        cfg.env.id,
+        str(Path(trained["checkpoint"])),
+        episodes=cfg.eval.episodes,
+        split=cfg.eval.split,
+        mode=cfg.env.mode,
+        max_turns=cfg.env.max_turns,
+        env_options={"alpha": cfg.env.alpha, **cfg.env.options},
+        role_map=swap,
+        max_new_tokens=cfg.rollout.max_new_tokens,
+        system_message=cfg.rollout.system_message,
+    )
+    return {
+        "success_final": res["success"],
+        "success_final_ci": [res["success_ci_low"], res["success_ci_high"]],
+        "success_after_ws": trained["success_final"],  # the same policies, roles as trained
+        "role_map": swap,
+        "policy_of": res["policy_of"],
+        "steps": 0,
+        "rl_s": 0.0,
+        "row_wall_s": time.perf_counter() - t0,
+        "cpu_s": time.process_time() - cpu0,
+        "config": _resolved(cfg),
+        "checkpoint": trained["checkpoint"],
+    }
 
 
 def run_rows(args: argparse.Namespace, preset: str, seed: int) -> None:
@@ -201,75 +304,152 @@ def run_rows(args: argparse.Namespace, preset: str, seed: int) -> None:
         if out.is_file():
             print(f"[{preset} {key}] result exists ({out}); skipped", flush=True)
             continue
-        label, mode, policy_map = ROWS[key]
+        row = ROWS[key]
         started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
         t0 = time.perf_counter()
-        ws = _warm_start(preset, root, mode, common)
-        if policy_map is None:
-            res = {**ws, "rl_steps": 0, "success_after_ws": ws["success_warmstart"]}
+        if row.swapped_of is not None:
+            res = _swapped_eval(preset, root, row, common)
+            ws_wall = ws_cpu = 0.0
         else:
-            res = _rl_run(preset, root, mode, policy_map, ws, common)
-            res["rl_steps"] = res["steps"]
-            res["success_after_ws"] = ws["success_warmstart"]
+            ws = _warm_start(preset, root, row.warm_start, common)
+            ws_wall, ws_cpu = ws["row_wall_s"], ws.get("cpu_s", 0.0)
+            if row.policy_map is None:
+                res = {**ws, "steps": 0, "rl_s": 0.0, "success_after_ws": ws["success_warmstart"]}
+            else:
+                res = _rl_run(preset, root, key, row, ws, common)
+                res["success_after_ws"] = ws["success_warmstart"]
+                res["rl_cpu_s"] = res.get("cpu_s", 0.0) - ws_cpu
         res.update(
-            row=label,
+            row=row.label,
             key=key,
-            mode=mode,
+            warm_start=row.warm_start,
+            mode=WARM_STARTS[row.warm_start][0],
+            rl_steps=res["steps"],
             started_utc=started,
             finished_utc=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             process_wall_s=time.perf_counter() - t0,
             commit=_commit(),
-            warmstart_wall_s=ws["row_wall_s"],
+            warmstart_wall_s=ws_wall,
+            warmstart_cpu_s=ws_cpu,
         )
         out.with_suffix(".tmp").write_text(json.dumps(res, indent=2) + "\n")
         out.with_suffix(".tmp").replace(out)
         print(
             f"[{preset} {key}] success {res['success_final']:.3f} "
-            f"(after warm start {res['success_after_ws']:.3f}), "
-            f"{res['process_wall_s']:.0f} s",
+            f"(before: {res['success_after_ws']:.3f}), {res['process_wall_s']:.0f} s",
             flush=True,
         )
 
 
-def _results(args: argparse.Namespace, preset: str, seed: int) -> list[dict[str, Any]]:
+# ------------------------------------------------------------------------------------ tables
+
+
+def _results(args: argparse.Namespace, preset: str, seed: int) -> dict[str, dict[str, Any]]:
     root = Path(args.out_dir) / preset / f"seed-{seed}" / "rows"
-    return [
-        json.loads((root / f"{k}.json").read_text()) for k in ROWS if (root / f"{k}.json").is_file()
-    ]
+    return {
+        k: json.loads((root / f"{k}.json").read_text())
+        for k in ROWS
+        if (root / f"{k}.json").is_file()
+    }
+
+
+def mean_ci(values: list[float]) -> tuple[float, float, float]:
+    """Mean of ``values`` and its two-sided 95% Student t interval (the mean itself for one)."""
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, mean, mean
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = _T95.get(n - 1, 1.96) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def _pooled(rows: list[dict[str, Any]]) -> tuple[float, float]:
+    """Wilson interval of all episodes of ``rows`` pooled (one row per seed)."""
+    from mas_trainer.eval.play import wilson_interval
+
+    wins = sum(round(r["success_final"] * r["config"]["eval_episodes"]) for r in rows)
+    n = sum(r["config"]["eval_episodes"] for r in rows)
+    return wilson_interval(wins, n)
+
+
+def cross_seed(args: argparse.Namespace, preset: str) -> dict[str, Any]:
+    """Per row and per gain: per-seed values, mean and 95% intervals (the shipped figures)."""
+    by_seed = {seed: _results(args, preset, seed) for seed in args.seed}
+    rows: dict[str, Any] = {}
+    for key, row in ROWS.items():
+        found = [(s, by_seed[s][key]) for s in args.seed if key in by_seed[s]]
+        if not found:
+            continue
+        values = [r["success_final"] for _, r in found]
+        mean, low, high = mean_ci(values)
+        rows[key] = {
+            "label": row.label,
+            "seeds": [s for s, _ in found],
+            "per_seed": values,
+            "mean": mean,
+            "ci95_seeds": [low, high],
+            "ci95_pooled": list(_pooled([r for _, r in found])),
+            "episodes_per_seed": found[0][1]["config"]["eval_episodes"],
+        }
+    gains: dict[str, Any] = {}
+    for name, (text, a, b) in GAINS.items():
+        pairs = [
+            by_seed[s][a]["success_final"] - by_seed[s][b]["success_final"]
+            for s in args.seed
+            if a in by_seed[s] and b in by_seed[s]
+        ]
+        if pairs:
+            mean, low, high = mean_ci(pairs)
+            gains[name] = {"what": text, "per_seed": pairs, "mean": mean, "ci95": [low, high]}
+    return {"rows": rows, "gains": gains}
 
 
 def table(args: argparse.Namespace) -> str:
-    """Markdown: one table per preset and seed with result files, and a cross-seed summary."""
+    """Markdown: one table per preset and seed with result files, and the cross-seed tables."""
     lines: list[str] = []
     for preset in args.envs:
         for seed in args.seed:
-            lines += _seed_table(_results(args, preset, seed), preset, seed)
+            lines += _seed_table(list(_results(args, preset, seed).values()), preset, seed)
         if len(args.seed) > 1:
             lines += _summary_table(args, preset)
     return "\n".join(lines)
 
 
+def _pct(x: float) -> str:
+    return f"{100 * min(max(x, 0.0), 1.0):.1f}%"  # a t-interval of a rate, clipped to [0, 1]
+
+
 def _summary_table(args: argparse.Namespace, preset: str) -> list[str]:
-    """Per row: success of each seed, their mean, and the mean change from the warm start."""
-    by_seed = {seed: {r["key"]: r for r in _results(args, preset, seed)} for seed in args.seed}
+    data = cross_seed(args, preset)
+    seeds = args.seed
     lines = [
-        f"## {preset}, seeds {', '.join(map(str, args.seed))}",
+        f"## {preset}, seeds {', '.join(map(str, seeds))}",
         "",
-        "| row | " + " | ".join(f"seed {s}" for s in args.seed) + " | mean | mean change |",
-        "|---|" + "---|" * (len(args.seed) + 2),
+        "| row | " + " | ".join(f"seed {s}" for s in seeds) + " | mean | 95% CI (seeds) "
+        "| 95% CI (pooled episodes) |",
+        "|---|" + "---|" * (len(seeds) + 3),
     ]
-    for key, (label, _, policy_map) in ROWS.items():
-        found = [by_seed[s].get(key) for s in args.seed]
-        if not any(found):
-            continue
-        cells = ["-" if r is None else f"{100 * r['success_final']:.0f}%" for r in found]
-        done = [r for r in found if r is not None]
-        mean = sum(r["success_final"] for r in done) / len(done)
-        change = sum(r["success_final"] - r["success_after_ws"] for r in done) / len(done)
-        partial = "" if len(done) == len(found) else f" ({len(done)} seeds)"
+    for r in data["rows"].values():
+        cells = [
+            _pct(r["per_seed"][r["seeds"].index(s)]) if s in r["seeds"] else "-" for s in seeds
+        ]
+        lo, hi = r["ci95_seeds"]
+        plo, phi = r["ci95_pooled"]
         lines.append(
-            f"| {label} | {' | '.join(cells)} | {100 * mean:.1f}%{partial} | "
-            f"{'-' if policy_map is None else f'{100 * change:+.1f}'} |"
+            f"| {r['label']} | {' | '.join(cells)} | {_pct(r['mean'])} | "
+            f"{_pct(lo)}-{_pct(hi)} | {_pct(plo)}-{_pct(phi)} |"
+        )
+    lines += [
+        "",
+        "| gain (points, paired by seed) | per seed | mean | 95% CI |",
+        "|---|---|---|---|",
+    ]
+    for g in data["gains"].values():
+        per = ", ".join(f"{100 * v:+.1f}" for v in g["per_seed"])
+        lo, hi = g["ci95"]
+        lines.append(
+            f"| {g['what']} | {per} | {100 * g['mean']:+.1f} | {100 * lo:+.1f} to {100 * hi:+.1f} |"
         )
     return [*lines, ""]
 
@@ -277,46 +457,75 @@ def _summary_table(args: argparse.Namespace, preset: str) -> list[str]:
 def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]:
     """The table of one preset and seed (empty when no row has a result yet)."""
     lines: list[str] = []
-    if rows:
-        cfg = rows[0]["config"]
-        lines += [
-            f"## {preset}, seed {seed}",
-            "",
-            f"Budget: warm start {cfg['warmstart_steps']} steps (lr {cfg['warmstart_lr']:g}, "
-            f"decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
-            f"{max(r['rl_steps'] for r in rows)} steps x {cfg['tasks_per_step']} tasks x "
-            f"K={cfg['k']} at T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}); held-out: first "
-            f"{cfg['eval_episodes']} test tasks, greedy; env {cfg['env']['id']} "
-            f"{json.dumps(cfg['env']['options'])}; commit "
-            f"{', '.join(sorted({r['commit'] for r in rows}))}.",
-            "",
-            "| row | mode | RL steps | held-out success | 95% CI | after warm start | change "
-            "| RL wall s |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            ci = r["success_final_ci"]
-            delta = 100 * (r["success_final"] - r["success_after_ws"])
-            lines.append(
-                f"| {r['row']} | {r['mode']} | {r['rl_steps']} | "
-                f"{100 * r['success_final']:.1f}% | {100 * ci[0]:.1f}-{100 * ci[1]:.1f}% | "
-                f"{100 * r['success_after_ws']:.1f}% | "
-                f"{'-' if r['rl_steps'] == 0 else f'{delta:+.1f}'} | "
-                f"{r['rl_s'] if r['rl_steps'] else 0:.0f} |"
-            )
-        lines.append("")
-        walls = {r["mode"]: r["warmstart_wall_s"] for r in rows}
+    if not rows:
+        return lines
+    cfg = next((r["config"] for r in rows if r["key"] == "mas-per-role"), rows[0]["config"])
+    lines += [
+        f"## {preset}, seed {seed}",
+        "",
+        f"Budget (team, per policy): warm start {cfg['warmstart_steps']} steps (lr "
+        f"{cfg['warmstart_lr']:g}, decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
+        f"{cfg['rl_steps']} steps x {cfg['tasks_per_step']} tasks x K={cfg['k']} at "
+        f"T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}); held-out: first "
+        f"{cfg['eval_episodes']} {cfg.get('eval_split', 'test')} tasks, greedy; env "
+        f"{cfg['env']['id']} "
+        f"{json.dumps(cfg['env']['options'])}; model {cfg.get('model', '?')}; commit "
+        f"{', '.join(sorted({r['commit'] for r in rows}))}.",
+        "",
+        "| row | mode | policies | RL steps | tasks/step | held-out success | 95% CI | before "
+        "| change | wall s | CPU s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ci = r["success_final_ci"]
+        c = r["config"]
+        delta = 100 * (r["success_final"] - r["success_after_ws"])
+        moved = r["rl_steps"] > 0 or r["key"] == "mas-swapped"
+        wall = r.get("rl_s", 0.0) if r["rl_steps"] else r.get("row_wall_s", 0.0)
+        cpu = r.get("rl_cpu_s", r.get("cpu_s", 0.0))
         lines.append(
-            "Warm-start wall s (incl. its evals): "
-            + ", ".join(f"{m} {s:.0f}" for m, s in walls.items())
-            + "; rows ran "
-            + ", ".join(
-                f"{r['key']} {r['started_utc'][11:16]}-{r['finished_utc'][11:16]}" for r in rows
-            )
-            + " UTC."
+            f"| {r['row']} | {r['mode']} | {c['policy_map']} | {r['rl_steps']} | "
+            f"{c['tasks_per_step'] if r['rl_steps'] else '-'} | {_pct(r['success_final'])} | "
+            f"{_pct(ci[0])}-{_pct(ci[1])} | {_pct(r['success_after_ws'])} | "
+            f"{f'{delta:+.1f}' if moved else '-'} | {wall:.0f} | {cpu:.0f} |"
         )
-        lines.append("")
+    lines.append("")
+    walls = {
+        r["warm_start"]: (r["warmstart_wall_s"], r["warmstart_cpu_s"])
+        for r in rows
+        if r.get("warmstart_wall_s")
+    }
+    lines.append(
+        "Warm starts, wall / CPU s (incl. their evals): "
+        + ", ".join(f"{m} {w:.0f} / {c:.0f}" for m, (w, c) in walls.items())
+        + '. "before": the row\'s warm start (for the swapped row: the same policies with the '
+        "roles as trained); RL rows' wall / CPU s are the RL phase's."
+    )
+    lines.append("")
     return lines
+
+
+def write_baselines(args: argparse.Namespace) -> None:
+    """Store the cross-seed figures of every preset in ``mas_trainer/baselines.json``."""
+    from mas_trainer.baselines import fingerprint
+
+    data = json.loads(BASELINES.read_text()) if BASELINES.is_file() else {}
+    for preset in args.envs:
+        per_role = [_results(args, preset, s).get("mas-per-role") for s in args.seed]
+        if not all(per_role):
+            raise SystemExit("--write-baselines needs the mas-per-role row of every seed")
+        cfg = _config(preset, [*args.overrides, "--run.seed", "0"])
+        data[preset] = {
+            "config": fingerprint(cfg),
+            "seeds": list(args.seed),
+            "commits": sorted({r["commit"] for r in per_role if r}),
+            "measured_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "command": "python benchmarks/compare_baselines.py --seed "
+            + " ".join(map(str, args.seed)),
+            **cross_seed(args, preset),
+        }
+    BASELINES.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {BASELINES}")
 
 
 def main() -> None:
@@ -335,8 +544,8 @@ def main() -> None:
         type=int,
         nargs="+",
         default=[0],
-        help="run.seed of every row; several seeds run one after another, and the table adds a "
-        "summary across them",
+        help="run.seed of every row; several seeds run one after another, and the tables add "
+        "the figures across them",
     )
     parser.add_argument("--steps", type=int, default=None, help="RL steps (default: the preset's)")
     parser.add_argument(
@@ -347,10 +556,15 @@ def main() -> None:
     )
     parser.add_argument("--out-dir", default="runs/compare", help="where runs and results go")
     parser.add_argument(
-        "--out", default="runs/compare/results.md", help="the Markdown table (overwritten)"
+        "--out", default="runs/compare/results.md", help="the Markdown tables (overwritten)"
     )
     parser.add_argument(
-        "--table-only", action="store_true", help="only assemble the table from result files"
+        "--table-only", action="store_true", help="only assemble the tables from result files"
+    )
+    parser.add_argument(
+        "--write-baselines",
+        action="store_true",
+        help="store the cross-seed figures in mas_trainer/baselines.json (read by mas-train)",
     )
     args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
     if not args.table_only:
@@ -361,6 +575,8 @@ def main() -> None:
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text + "\n")
     print(text)
+    if args.write_baselines:
+        write_baselines(args)
 
 
 if __name__ == "__main__":

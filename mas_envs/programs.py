@@ -50,6 +50,7 @@ __all__ = [
     "code_block",
     "code_instructions",
     "extract_code",
+    "failure_text",
     "fenced_blocks",
     "find_program",
     "print_moves_program",
@@ -347,6 +348,11 @@ def tool_program(runner: ProgramRunner, text: str, stdin: str, turn: int) -> Too
     if run.verdict == "runtime_error":
         why += f": {clean_text(last[0][:200])}"
     return ToolProgram(turn, code, run, why)
+
+
+def failure_text(verdict: str) -> str:
+    """Why a program with sandbox verdict ``verdict`` gave no answer, in words for a prompt."""
+    return _FAILED.get(verdict, verdict)
 
 
 def _cap_head(text: str, limit: int) -> str:

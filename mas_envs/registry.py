@@ -93,6 +93,12 @@ ENVS: dict[str, EnvEntry] = {
             "Grid path planning (10x10, ~20% walls): a tool agent proposes, a planner moves.",
         ),
         EnvEntry(
+            "mas/PlanPath-v1",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Plan-Path v1: as v0, and the tool's reward has its team term (alpha * team + local).",
+            {"version": 1},
+        ),
+        EnvEntry(
             "mas/Sudoku-v0",
             "mas_envs.sudoku.env:SudokuEnv",
             "Sudoku (4x4 or 9x9, unique solution): a tool agent proposes a grid, a planner fills.",
@@ -108,6 +114,13 @@ ENVS: dict[str, EnvEntry] = {
             "mas_envs.planpath.env:PlanPathEnv",
             "Plan-Path (10x10): the tool agent writes a program that prints its moves (sandbox).",
             {"tool_mode": "code"},
+        ),
+        EnvEntry(
+            "mas/PlanPathCode-v1",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Plan-Path code v1: short prompts, a stdin-reading tool program, output last for the "
+            "planner.",
+            {"tool_mode": "code", "version": 1},
         ),
         EnvEntry(
             "mas/SudokuCode-v0",

@@ -24,6 +24,10 @@ Exactly which variant (DESIGN.md section 2, REFERENCE.md "Algorithm and training
   restricted to the top-p nucleus, i.e. exactly the distribution the engine samples from.
 
 No entropy bonus (the paper uses none).
+
+- **Supervised warm start.** Cross-entropy of the target tokens, a token mean *per role*, averaged
+  over the roles in the batch (:func:`role_token_weights`): one role's long answers do not drown
+  another's short ones in a shared policy. With one role it is the plain token mean.
 """
 
 from __future__ import annotations
@@ -316,9 +320,11 @@ def ppo_clip_loss(
             None disables it.
 
     Returns:
-        ``(loss, metrics)``: the scalar loss and ``algo/clip_frac`` (tokens where the clipped
-        branch was active), ``algo/dual_clip_frac``, ``algo/ratio_mean``, ``algo/approx_kl``
-        (mean of ``old_logp - logp``), all token means.
+        ``(loss, metrics)``: the scalar loss and ``algo/clip_frac_in_loss`` (tokens where the
+        clipped branch was active), ``algo/dual_clip_frac``, ``algo/ratio_mean``,
+        ``algo/approx_kl_in_loss`` (mean of ``old_logp - logp``), all token means. They describe
+        the policy *before* this mini-batch's optimizer step (on the first mini-batch of an update
+        the ratio is 1 and both are 0); :func:`policy_change` measures the update after it.
     """
     if dual_clip is not None and dual_clip <= 1.0:
         raise ValueError(f"dual_clip must be > 1 (typically 3), got {dual_clip}")
@@ -338,12 +344,39 @@ def ppo_clip_loss(
     loss = masked_mean(loss_tok, mask)
     with torch.no_grad():
         metrics = {
-            "algo/clip_frac": masked_mean((clipped > unclipped).float(), mask).item(),
+            "algo/clip_frac_in_loss": masked_mean((clipped > unclipped).float(), mask).item(),
             "algo/dual_clip_frac": masked_mean(dual_active.float(), mask).item(),
             "algo/ratio_mean": masked_mean(ratio, mask).item(),
-            "algo/approx_kl": masked_mean(-log_ratio, mask).item(),
+            "algo/approx_kl_in_loss": masked_mean(-log_ratio, mask).item(),
         }
     return loss, metrics
+
+
+def policy_change(
+    new_logp: torch.Tensor, old_logp: torch.Tensor, clip_low: float, clip_high: float
+) -> dict[str, float]:
+    """How far an update moved the policy on the tokens it trained on (measured after it).
+
+    Args:
+        new_logp: ``(N,)`` log-probs of the sampled tokens after the update (all samples'
+            completion tokens, concatenated).
+        old_logp: ``(N,)`` the same tokens' log-probs before it.
+        clip_low: PPO's lower clip (ratios below ``1 - clip_low`` count as clipped).
+        clip_high: PPO's upper clip (ratios above ``1 + clip_high`` count as clipped).
+
+    Returns:
+        ``algo/approx_kl``: the k3 estimate ``mean((rho - 1) - log rho)`` of KL(old || new);
+        ``algo/clip_frac``: the share of tokens whose ratio ``rho`` left the clip range.
+    """
+    log_ratio = new_logp - old_logp  # (N,)
+    ratio = log_ratio.exp()  # (N,)
+    if log_ratio.numel() == 0:
+        return {"algo/approx_kl": 0.0, "algo/clip_frac": 0.0}
+    outside = (ratio < 1.0 - clip_low) | (ratio > 1.0 + clip_high)  # (N,)
+    return {
+        "algo/approx_kl": ((ratio - 1.0) - log_ratio).mean().item(),
+        "algo/clip_frac": outside.float().mean().item(),
+    }
 
 
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -360,6 +393,43 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> tor
     d = (ref_logp - logp).masked_fill(~mask.to(torch.bool), 0.0)  # (B, T)
     # Clamp before exp: a token the reference finds far likelier would otherwise overflow.
     return masked_mean(d.clamp(max=20.0).exp() - d - 1.0, mask)
+
+
+def role_token_weights(roles: Sequence[str], n_tokens: Sequence[int]) -> list[float]:
+    """Per-token weight of each sample so that every role weighs the same in a supervised batch.
+
+    A plain token mean over a shared policy's batch lets a role with long answers (a tool's
+    program) drown one with short answers (a planner's move list). With these weights the loss
+    ``sum_i w_i * sum_t nll_it`` is the mean over the batch's roles of each role's token mean.
+
+    Args:
+        roles: ``(N,)`` each sample's role.
+        n_tokens: ``(N,)`` each sample's target tokens.
+
+    Returns:
+        ``(N,)`` weights ``1 / (roles in the batch * target tokens of the sample's role)``.
+    """
+    per_role: dict[str, int] = {}
+    for role, n in zip(roles, n_tokens, strict=True):
+        per_role[role] = per_role.get(role, 0) + n
+    return [1.0 / (len(per_role) * max(per_role[r], 1)) for r in roles]
+
+
+def weighted_sft_loss(
+    logp: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    """Cross-entropy of the target tokens, each sample's tokens weighted by ``weights``.
+
+    Args:
+        logp: ``(B, T)`` log-probs (temperature 1) of the target completion tokens.
+        mask: ``(B, T)`` true on completion tokens.
+        weights: ``(B,)`` per-token weight of each sample (:func:`role_token_weights`).
+
+    Returns:
+        Scalar ``-sum(weights * logp)`` over the mask.
+    """
+    m = mask.to(logp.dtype)
+    return -(logp * m * weights.to(logp.dtype).unsqueeze(-1)).sum()
 
 
 def sft_loss(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

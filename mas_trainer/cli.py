@@ -26,8 +26,9 @@ __all__ = ["train_main"]
 _TRAIN_USAGE = """usage: mas-train [PRESET] [--config FILE] [--section.field VALUE ...]
 
 Train LLM agents with AT-GRPO (tree rollouts, agent- and turn-wise groups) on a mas_envs env.
-With no arguments: the embedded default, preset 'plan-path-tiny' (a tiny model learns a small
-Plan-Path on the CPU in about 8 minutes; supervised warm start, then AT-GRPO).
+With no arguments: the embedded default, preset 'plan-path-tiny' (a team of two tiny models
+learns 5x5 Plan-Path, its tool writing programs the sandbox runs, on the CPU in about 14 minutes;
+supervised warm start, then AT-GRPO).
 
 positional:
   PRESET            one of: {presets}
@@ -123,10 +124,33 @@ def _print_summary(summary: dict) -> None:
 
     print(f"\nrun folder: {summary['run_dir']}")
     print(
-        f"held-out success: {pct('success_init')} before training, "
-        f"{pct('success_warmstart')} after warm start (SFT), {pct('success_final')} after AT-GRPO"
+        f"held-out success ({summary.get('eval_episodes', '?')} test tasks, greedy): "
+        f"{pct('success_init')} before training, {pct('success_warmstart')} after warm start "
+        f"(SFT), {pct('success_final')} after AT-GRPO"
     )
-    print(f"wall time: {summary['wall_s']:.0f} s; checkpoint: {summary['checkpoint']}")
+    if "success_warmstart" in summary and "success_final" in summary:
+        gain = 100 * (summary["success_final"] - summary["success_warmstart"])
+        print(f"RL's gain over this run's warm start: {gain:+.1f} points")
+    rows = summary.get("baselines", {}).get("rows", {})
+    single = rows.get("single-grpo")
+    if single is not None and "success_final" in summary:
+        lo, hi = single["ci95_seeds"]
+        gain = 100 * (summary["success_final"] - single["mean"])
+        print(
+            f"single agent + GRPO at the same budget: {100 * single['mean']:.1f}% (95% CI "
+            f"{100 * lo:.1f}-{100 * hi:.1f}%, mean of seeds {single['seeds']}); this run's team "
+            f"is {gain:+.1f} points above it\n  (measured, not re-run: "
+            f"{summary['baselines']['source']})"
+        )
+    elif "success_final" in summary:
+        print(
+            "single agent: no measured figure for this config (mas_trainer/baselines.json holds "
+            "the presets' measured configs); measure it with benchmarks/compare_baselines.py"
+        )
+    print(
+        f"wall time: {summary['wall_s']:.0f} s, CPU time: {summary.get('cpu_s', 0.0):.0f} s; "
+        f"checkpoint: {summary['checkpoint']}"
+    )
     if summary.get("interrupted"):
         print(
             f"interrupted at step {summary['steps']}; resume: mas-train --run.resume "

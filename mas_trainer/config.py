@@ -269,9 +269,15 @@ class OptimConfig:
     """Warm-start rate at its last step as a share of ``warmstart_lr`` (cosine decay; 1.0 =
     constant)."""
     warmstart_batch_size: int = 32
-    """Samples per warm-start step."""
+    """Samples per warm-start step (cut into mini-batches of ``optim.mini_batch_size``: the warm
+    start and RL share one learner)."""
     warmstart_episodes: int = 256
     """Oracle episodes (training split) whose turns form the warm-start data."""
+    warmstart_oracle_share: dict[str, float] = field(default_factory=dict)
+    """Per role, the share of warm-start targets that are the oracle's answer; the rest are random
+    well-formed answers (``env.random_action``), e.g. ``'{"tool": 0.2}'``. Roles not named get
+    the oracle's answer every time. Below 1 the warm start teaches the role's answer format without
+    teaching it what solves the task. (The oracle's answer is what is played either way.)"""
 
     def __post_init__(self) -> None:
         _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
@@ -287,6 +293,11 @@ class OptimConfig:
         )
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
+        for role, share in self.warmstart_oracle_share.items():
+            _check(
+                isinstance(share, int | float) and 0 <= share <= 1,
+                f"optim.warmstart_oracle_share[{role!r}] must be a number in [0, 1], got {share!r}",
+            )
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,15 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from mas_trainer.at_grpo import kl_k3, masked_mean, ppo_clip_loss, sft_loss, token_logprobs
+from mas_trainer.at_grpo import (
+    kl_k3,
+    masked_mean,
+    policy_change,
+    ppo_clip_loss,
+    role_token_weights,
+    token_logprobs,
+    weighted_sft_loss,
+)
 from mas_trainer.models import cache_argument
 from mas_trainer.samples import TrainSample
 
@@ -189,6 +197,8 @@ class Learner:
             for every one of the K candidates of a group. Same numbers, up to K times less work
             when prompts dominate. Off under gradient checkpointing (which drops the cache).
         gradient_checkpointing: Trade compute for activation memory (large models).
+        measure_change: After each update, score its samples again (one no-grad forward pass) and
+            report ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy.
         seed: Seed of the learner's own shuffling generator.
     """
 
@@ -219,6 +229,7 @@ class Learner:
         pad_token_id: int = 0,
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
+        measure_change: bool = True,
         seed: int = 0,
     ) -> None:
         if mini_batch_size < 1 or (micro_batch_size is not None and micro_batch_size < 1):
@@ -247,6 +258,7 @@ class Learner:
         self.recompute_logprobs = recompute_logprobs
         self.pad_token_id = pad_token_id
         self.share_prompts = share_prompts and not gradient_checkpointing
+        self.measure_change = measure_change
         self.device = next(model.parameters()).device
         self._rng = torch.Generator().manual_seed(seed)
 
@@ -269,7 +281,8 @@ class Learner:
         check_update_precision(self._params.values(), lr)
 
         self.ref_model = ref_model
-        if kl_coef > 0 and ref_model is None and adapter is None:
+        self._own_ref = kl_coef > 0 and ref_model is None and adapter is None
+        if self._own_ref:
             self.ref_model = copy.deepcopy(model).requires_grad_(False).eval()
 
         if gradient_checkpointing:
@@ -290,8 +303,11 @@ class Learner:
         """One AT-GRPO training step on ``samples`` (advantages filled in).
 
         Returns:
-            Metrics: ``loss/policy``, ``loss/kl`` (when on), ``algo/clip_frac``,
-            ``algo/dual_clip_frac``, ``algo/ratio_mean``, ``algo/approx_kl``, ``algo/entropy``,
+            Metrics: ``loss/policy``, ``loss/kl`` (when on), ``algo/approx_kl`` and
+            ``algo/clip_frac`` (after the update, with ``measure_change``: see
+            :func:`~mas_trainer.at_grpo.policy_change`), ``algo/approx_kl_in_loss``,
+            ``algo/clip_frac_in_loss``, ``algo/dual_clip_frac``, ``algo/ratio_mean`` (in the loss,
+            before each mini-batch's step), ``algo/entropy``,
             ``algo/advantage_abs_mean``, ``perf/logprob_mismatch`` (+ ``_max``),
             ``optim/grad_norm``, ``optim/lr``, ``perf/update_s``, ``perf/learner_tokens_per_s``.
         """
@@ -345,6 +361,15 @@ class Learner:
                     n_tok += batch.n_tokens
                 grad_norms.append(self._optimizer_step())
         metrics.update({k: v / max(n_tok, 1) for k, v in sums.items()})
+        if self.measure_change:
+            # The in-loss clip fraction and KL describe the policy before each mini-batch's step
+            # (exactly 0 with one mini-batch): measure what the whole update did, after it.
+            new_lp = self._score(samples)[0]
+            metrics.update(
+                policy_change(
+                    torch.cat(new_lp), torch.cat(list(old_lp)), self.clip_low, self.clip_high
+                )
+            )
         metrics["algo/advantage_abs_mean"] = advantages.abs().mean().item()
         metrics["optim/grad_norm"] = sum(grad_norms) / max(len(grad_norms), 1)
         metrics["optim/lr"] = self.optimizer.param_groups[0]["lr"]
@@ -363,14 +388,17 @@ class Learner:
         """One supervised pass: cross-entropy on completion tokens only (prompts are not trained).
 
         Shuffled mini-batches of ``mini_batch_size``, one AdamW step each, log-probs at temperature
-        1 over the full vocabulary. Does not advance the RL learning-rate schedule.
+        1 over the full vocabulary. The loss of a mini-batch is each role's token mean, averaged
+        over its roles (:func:`~mas_trainer.at_grpo.role_token_weights`; with one role, the plain
+        token mean). Does not advance the RL learning-rate schedule.
 
         Args:
             samples: Prompt and target completion ids; ``logprobs`` and ``advantage`` are ignored.
             lr: Learning rate for this call (default: the current scheduled one).
 
         Returns:
-            ``loss/sft`` (token mean), ``optim/grad_norm``, ``perf/update_s``,
+            ``loss/sft`` (the loss above), ``loss/sft/<role>`` (each role's token mean) when the
+            samples have several roles, ``optim/grad_norm``, ``perf/update_s``,
             ``perf/learner_tokens_per_s``.
         """
         start = time.perf_counter()
@@ -379,36 +407,61 @@ class Learner:
         if lr is not None:
             for g in self.optimizer.param_groups:
                 g["lr"] = lr
-        total = n_tok = 0.0
+        total = 0.0
+        role_nll: dict[str, list[float]] = {}  # role -> [summed nll, tokens]
         grad_norms = []
         try:
             for mini in self._mini_batches(samples):
-                mini_tokens = self._mini_tokens(samples, mini)
+                weights = role_token_weights(
+                    [samples[i].role for i in mini], [len(samples[i].completion_ids) for i in mini]
+                )
+                weight_of = dict(zip(mini, weights, strict=True))
                 for batch in self._micro_batches(samples, mini):
-                    loss = sft_loss(self._logprobs(batch, temperature=1.0, top_p=1.0), batch.mask)
-                    (loss * (batch.n_tokens / mini_tokens)).backward()
-                    total += loss.item() * batch.n_tokens
-                    n_tok += batch.n_tokens
+                    logp = self._logprobs(batch, temperature=1.0, top_p=1.0)  # (b, Tc)
+                    w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
+                    loss = weighted_sft_loss(logp, batch.mask, w)
+                    loss.backward()
+                    total += loss.item()
+                    nll = -(logp.detach() * batch.mask).sum(-1)  # (b,)
+                    for r, i in enumerate(batch.index):
+                        acc = role_nll.setdefault(samples[i].role, [0.0, 0.0])
+                        acc[0] += nll[r].item()
+                        acc[1] += len(samples[i].completion_ids)
                 grad_norms.append(self._optimizer_step())
         finally:
             for g, v in zip(self.optimizer.param_groups, saved, strict=True):
                 g["lr"] = v
         elapsed = time.perf_counter() - start
-        return {
-            "loss/sft": total / max(n_tok, 1),
+        out = {
+            "loss/sft": total / max(len(grad_norms), 1),
             "optim/grad_norm": sum(grad_norms) / max(len(grad_norms), 1),
             "perf/update_s": elapsed,
             "perf/learner_tokens_per_s": sum(s.num_tokens for s in samples) / elapsed,
         }
+        if len(role_nll) > 1:
+            out.update({f"loss/sft/{r}": v[0] / max(v[1], 1) for r, v in sorted(role_nll.items())})
+        return out
 
     @torch.no_grad()
     def logprobs(self, samples: Sequence[TrainSample]) -> list[list[float]]:
         """The learner's log-probs of each sample's completion tokens (no grad, current weights)."""
         return [lp.tolist() for lp in self._score(samples)[0]]
 
+    def reset_reference(self) -> None:
+        """Make the policy as it is now the KL reference (e.g. after a warm start).
+
+        Only for the learner's own frozen copy (``kl_coef > 0`` without ``ref_model``); a LoRA
+        learner's reference is its base, which never changes.
+        """
+        if self._own_ref:
+            assert self.ref_model is not None
+            with torch.no_grad():
+                self.ref_model.load_state_dict(self.model.state_dict())
+
     def state_dict(self) -> dict[str, Any]:
-        """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG."""
-        return {
+        """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG
+        (and the KL reference's weights when the learner holds its own copy)."""
+        state = {
             "trainable": {n: p.detach().clone() for n, p in self._params.items()},
             # deepcopy: the optimizer's state dict references its live moment tensors.
             "optimizer": copy.deepcopy(self.optimizer.state_dict()),
@@ -416,9 +469,14 @@ class Learner:
             "updates": self.updates,
             "rng": self._rng.get_state(),
         }
+        if self._own_ref:
+            assert self.ref_model is not None
+            state["reference"] = {k: v.clone() for k, v in self.ref_model.state_dict().items()}
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved (resume continues bit-for-bit where it stopped).
+
 
         Raises:
             KeyError: The checkpoint's trainable tensors do not match this learner's (another model
@@ -437,6 +495,9 @@ class Learner:
                 p.copy_(state["trainable"][n])
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
+        if self._own_ref and "reference" in state:
+            assert self.ref_model is not None
+            self.ref_model.load_state_dict(state["reference"])
         self.updates = int(state["updates"])
         self._rng.set_state(state["rng"])
 

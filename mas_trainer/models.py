@@ -21,6 +21,8 @@ model would pay 17 prompt tokens per call for it). Prompts are encoded with :fun
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,7 +31,7 @@ from mas_envs.optional import require
 
 if TYPE_CHECKING:
     import torch
-    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase, PreTrainedTokenizerFast
 
 #: Special tokens, in id order after the 256 byte tokens (ids 256, 257, 258).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
@@ -52,12 +54,16 @@ class TinyPreset:
     num_attention_heads: int
     num_key_value_heads: int
     intermediate_size: int
-    vocab_size: int | None = None  # None: exactly the byte tokenizer's 259 tokens
+    vocab_size: int | None = None  # None: exactly the tokenizer's vocabulary
     max_position_embeddings: int = 4096
+    tokenizer: str = "byte"
+    """``"byte"`` (:func:`build_byte_tokenizer`) or ``"planpath-bpe"``
+    (:func:`build_planpath_tokenizer`)."""
 
 
 PRESETS: dict[str, TinyPreset] = {
     "tiny": TinyPreset(128, 2, 4, 2, 512),
+    "tiny-bpe": TinyPreset(128, 2, 4, 2, 512, tokenizer="planpath-bpe"),
     "small": TinyPreset(256, 10, 8, 4, 1024),
     "qwen3-1.7b-shape": TinyPreset(2048, 28, 16, 8, 6144, 151936, 40960),
 }
@@ -81,6 +87,19 @@ def _bytes_to_unicode() -> dict[int, str]:
     return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
 
 
+def _chat_tokenizer(backend: Any) -> PreTrainedTokenizerFast:
+    """A ``tokenizers.Tokenizer`` with the specials and the chat template, as transformers'."""
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        chat_template=CHAT_TEMPLATE,
+        padding_side="left",
+    )
+
+
 def build_byte_tokenizer() -> PreTrainedTokenizerBase:
     """Build the byte-level tokenizer with the Qwen-style chat template.
 
@@ -93,7 +112,6 @@ def build_byte_tokenizer() -> PreTrainedTokenizerBase:
     """
     require("transformers", purpose="mas_trainer's models")
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
 
     vocab = {ch: b for b, ch in _bytes_to_unicode().items()}
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))
@@ -101,13 +119,125 @@ def build_byte_tokenizer() -> PreTrainedTokenizerBase:
     backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
     backend.decoder = decoders.ByteLevel()
     backend.add_special_tokens(list(SPECIAL_TOKENS))
-    return PreTrainedTokenizerFast(
-        tokenizer_object=backend,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        chat_template=CHAT_TEMPLATE,
-        padding_side="left",
+    return _chat_tokenizer(backend)
+
+
+def build_bpe_tokenizer(
+    texts: Iterable[str], *, vocab_size: int, max_token_length: int = 16
+) -> PreTrainedTokenizerFast:
+    """Train a byte-level BPE tokenizer on ``texts``, with the byte tokenizer's chat template.
+
+    Every byte stays a token (the 256-symbol alphabet of :func:`build_byte_tokenizer`), so any text
+    encodes; merges of at most ``max_token_length`` characters are learnt from ``texts``. The grid
+    characters ``.`` and ``#`` never merge (a cell of a game board stays one token), except in
+    ``####``, the games' answer marker, when no other grid character touches it.
+    Deterministic: the same texts give the same tokenizer. The specials are ids 0-2
+    (``<|endoftext|>`` pad, ``<|im_start|>``, ``<|im_end|>`` eos).
+
+    Args:
+        texts: The training corpus.
+        vocab_size: Tokens in all (specials and the 256 bytes included).
+        max_token_length: Longest merged token, in characters.
+    """
+    require("transformers", purpose="mas_trainer's models")
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    if vocab_size < 259 + 1:
+        raise ValueError(f"vocab_size must exceed the 259 bytes and specials, got {vocab_size}")
+    backend = Tokenizer(models.BPE())
+    backend.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            # "####" (the answer marker) is one piece; any other "." or "#" (grid cells) stands
+            # alone, so merges never span two cells of a board.
+            pre_tokenizers.Split(Regex(r"(?<![.#])####(?![.#])|[.#]"), behavior="isolated"),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
     )
+    backend.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        initial_alphabet=list(_bytes_to_unicode().values()),
+        special_tokens=list(SPECIAL_TOKENS),
+        max_token_length=max_token_length,
+        show_progress=False,
+    )
+    backend.train_from_iterator(list(texts), trainer)
+    return _chat_tokenizer(backend)
+
+
+#: Plan-Path configs whose texts train the ``planpath-bpe`` tokenizer: (rows, cols, wall_prob).
+PLANPATH_BPE_GRIDS = ((5, 5, 0.22),)
+PLANPATH_BPE_VOCAB = 1024
+"""Tokens of the ``planpath-bpe`` tokenizer (256 bytes, 3 specials, 765 merges)."""
+
+
+def planpath_corpus(episodes: int = 150, seed: int = 0) -> list[str]:
+    """Plan-Path's own texts, the corpus of the ``planpath-bpe`` tokenizer.
+
+    For each grid of :data:`PLANPATH_BPE_GRIDS`, ``episodes`` training-split levels of
+    ``mas/PlanPath-v1`` for the team and as many for the single agent, played with a mix of the
+    oracle's and random answers: every prompt, the oracle's answer and a random answer. For the
+    first turn of each team level also the ``mas/PlanPathCode-v1`` texts: the tool's prompt, the
+    oracle program and a random print program, and the planner's prompt showing each with the
+    moves it prints (composed with the env's prompt functions; no program runs). Seeded resets of
+    the training split only (held-out levels are redrawn); deterministic.
+    """
+    import numpy as np
+
+    import mas_envs
+    from mas_envs.planpath import prompts
+    from mas_envs.programs import ProgramRun, ToolProgram, extract_code
+
+    rng = np.random.default_rng(seed)
+    oracle_program = prompts.oracle_program_v1()
+    texts: list[str] = []
+    for rows, cols, wall_prob in PLANPATH_BPE_GRIDS:
+        size = {"rows": rows, "cols": cols, "wall_prob": wall_prob}
+        team = mas_envs.make("mas/PlanPath-v1", **size)
+        single = mas_envs.make("mas/PlanPath-v1", mode="single", **size)
+        code = mas_envs.make("mas/PlanPathCode-v1", **size)
+        for env in (team, single):
+            for ep in range(episodes):
+                level_seed = seed * 1_000_003 + ep
+                env.reset(seed=level_seed)
+                if env is team:
+                    code.reset(seed=level_seed)  # the same level
+                    ask = code.observe("tool")["prompt"]
+                    printed = [
+                        (oracle_program, env.oracle_action("planner")),
+                        (code.random_action(rng, "tool"), env.random_action(rng, "planner")),
+                    ]
+                    for reply, moves in printed:
+                        program = extract_code(reply, bare=False) or ""
+                        run = ProgramRun("ok", moves + "\n", "")
+                        report = prompts.planner_report_v1(ToolProgram(0, program, run, ""))
+                        shown = f"{prompts.PLANNER_ASK_V1}\n{report}"
+                        texts += [ask, reply, ask.replace(prompts.CODE_ASK_V1, shown)]
+                for agent in env.agent_iter():
+                    if env.terminations[agent] or env.truncations[agent]:
+                        env.step(None)
+                        continue
+                    oracle, random = env.oracle_action(agent), env.random_action(rng, agent)
+                    texts += [env.observe(agent)["prompt"], oracle, random]
+                    env.step(oracle if rng.random() < 0.6 else random)
+    return texts
+
+
+@functools.cache
+def _planpath_tokenizer_json() -> str:
+    return build_bpe_tokenizer(planpath_corpus(), vocab_size=PLANPATH_BPE_VOCAB)._tokenizer.to_str()
+
+
+def build_planpath_tokenizer() -> PreTrainedTokenizerFast:
+    """The ``planpath-bpe`` tokenizer: :func:`build_bpe_tokenizer` on :func:`planpath_corpus`,
+    :data:`PLANPATH_BPE_VOCAB` tokens (built once per process, ~2 s; no download).
+
+    With it the v1 oracle program is ~45 tokens instead of ~330 bytes and a 5x5 team prompt ~75-110
+    instead of ~360-590.
+    """
+    from tokenizers import Tokenizer
+
+    return _chat_tokenizer(Tokenizer.from_str(_planpath_tokenizer_json()))
 
 
 def chat_prompt_ids(
@@ -185,7 +315,12 @@ def build_tiny_model(
     import torch
     from transformers import Qwen3ForCausalLM
 
-    tokenizer = build_byte_tokenizer()
+    if preset not in PRESETS:
+        raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
+    if PRESETS[preset].tokenizer == "planpath-bpe":
+        tokenizer = build_planpath_tokenizer()
+    else:
+        tokenizer = build_byte_tokenizer()
     config = tiny_config(preset, tokenizer)
     dev = torch.device(device)
     # Weight init draws from the global torch RNG; fork it so the caller's stream is untouched.

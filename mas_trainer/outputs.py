@@ -53,6 +53,7 @@ __all__ = [
     "ResumeError",
     "RunDir",
     "RunRef",
+    "cpu_seconds",
     "find_run",
     "latest_checkpoint",
     "read_metrics",
@@ -511,3 +512,13 @@ def resume_point(path: str | Path, *, fresh: bool = False) -> Path | None:
             ):
                 os.replace(item, aside / item.name)
     return None
+
+
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its finished child processes (the
+    sandbox runs it waited for)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime

@@ -85,7 +85,7 @@ def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
     rl_steps = max((r["step"] for r in rl), default=config.get("optim", {}).get("steps", 0))
     roots = config.get("rollout", {}).get("tasks_per_step", 0)
     k = config.get("rollout", {}).get("k", 0)
-    sft_steps = max((r["step"] for r in records if "warmstart/loss/sft" in r), default=0)
+    sft_steps = max((r["step"] for r in records if _sft_losses(r)), default=0)
 
     end = max(rl_steps, 1)
     start = -max(1.5, 0.22 * end)  # the warm start gets a fifth of the axis, whatever its steps
@@ -166,6 +166,16 @@ def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
     return fig
 
 
+def _sft_losses(record: dict[str, Any]) -> dict[str, float]:
+    """The warm-start SFT losses of one record, by policy: ``warmstart/loss/sft`` (one policy,
+    key ``""``) or ``warmstart/<policy>/loss/sft`` (one learner per policy, e.g. per role)."""
+    out = {}
+    for key, value in record.items():
+        if key.startswith("warmstart/") and key.endswith("/loss/sft"):  # "" for one policy
+            out[key[len("warmstart/") : -len("/loss/sft")]] = value
+    return out
+
+
 def warmstart_loss_figure(run_dir: str | Path, name: str | None = None) -> Any | None:
     """The warm start's SFT loss per step (``None`` when the run had no warm start)."""
     import matplotlib
@@ -176,11 +186,20 @@ def warmstart_loss_figure(run_dir: str | Path, name: str | None = None) -> Any |
 
     run_dir = Path(run_dir)
     records, config = _read(run_dir)
-    pts = [(r["step"], r["warmstart/loss/sft"]) for r in records if "warmstart/loss/sft" in r]
-    if not pts:
+    curves: dict[str, list[tuple[int, float]]] = {}  # policy ("" for one policy) -> points
+    for r in records:
+        for policy, loss in _sft_losses(r).items():
+            curves.setdefault(policy, []).append((r["step"], loss))
+    if not curves:
         return None
     fig, ax = plt.subplots(figsize=(7.5, 3.4))
-    ax.plot(*zip(*pts, strict=True), color="#7a5a12", marker="." if len(pts) < 60 else None)
+    colors = ["#7a5a12", "#1f4e79", "#2e7d32", "#8e24aa"]
+    for i, (policy, pts) in enumerate(sorted(curves.items())):
+        marker = "." if len(pts) < 60 else None
+        label = f"policy {policy}" if policy else None
+        ax.plot(*zip(*pts, strict=True), color=colors[i % 4], marker=marker, label=label)
+    if len(curves) > 1:
+        ax.legend(fontsize=8)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("warm-start (SFT) step")
     ax.set_ylabel("SFT loss (token mean)")

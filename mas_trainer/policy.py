@@ -73,6 +73,7 @@ class PolicyLearner(Protocol):
     ) -> dict[str, float]: ...
     def state_dict(self) -> dict[str, Any]: ...
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
+    def reset_reference(self) -> None: ...
 
 
 LearnerFactory = Callable[..., PolicyLearner]
@@ -194,7 +195,8 @@ def build_policies(
 def make_learner(
     cfg: TrainConfig, policy: Policy, *, lr: float, mini_batch_size: int
 ) -> PolicyLearner:
-    """A learner for ``policy`` (the warm start and RL each get their own optimiser state)."""
+    """The learner of ``policy``: the warm start's supervised steps and RL's PPO steps (one
+    AdamW state for both)."""
     import torch
 
     from mas_trainer.learner import Learner

@@ -49,12 +49,12 @@ from typing import Any
 
 import numpy as np
 
-from mas_trainer import at_grpo
+from mas_trainer import at_grpo, baselines
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
 from mas_trainer.learner import with_hyperparameters
-from mas_trainer.outputs import RunDir, resume_point
+from mas_trainer.outputs import RunDir, cpu_seconds, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     build_policies,
@@ -82,6 +82,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
 
     # ---------------------------------------------------------------- 0. setup
     t_start = time.perf_counter()
+    cpu_start = cpu_seconds()
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
@@ -94,6 +95,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         "summary": {},
         "elapsed_s": 0.0,
         "best": None,  # {"step", "success"}: the best validation evaluation so far
+        "cpu_s": 0.0,
     }
     if ckpt is not None:
         state = json.loads((ckpt / "trainer_state.json").read_text())
@@ -198,6 +200,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             **(rngs or {}),
             "summary": summary,
             "elapsed_s": state["elapsed_s"] + time.perf_counter() - t_start,
+            "cpu_s": state.get("cpu_s", 0.0) + cpu_seconds() - cpu_start,
             "logs": run.log_sizes(),  # a resume cuts the logs back to these
         }
 
@@ -211,6 +214,16 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             print(f"[step 0] held-out success before training: {m['eval/success']:.3f}")
 
     # ---------------------------------------------------------------- 2. warm start (SFT) + eval
+    # One learner per policy for both phases: the warm start's AdamW state carries into RL.
+    for pol in policies.values():
+        pol.learner = make_learner(
+            cfg, pol, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
+        )
+        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
+            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
+            # The saved optimiser would restore its own rate and decay: the config's win.
+            lr, wd = cfg.optim.lr, cfg.optim.weight_decay
+            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
     if cfg.optim.warmstart_steps and not state["warmstart_done"]:
         t0 = time.perf_counter()
         tasks = [
@@ -225,16 +238,8 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             rng=rng,
             system_message=cfg.rollout.system_message,
             enable_thinking=cfg.rollout.enable_thinking,
+            oracle_share=cfg.optim.warmstart_oracle_share,
         )
-        sft = {
-            n: make_learner(
-                cfg,
-                p,
-                lr=cfg.optim.warmstart_lr,
-                mini_batch_size=cfg.optim.warmstart_batch_size,
-            )
-            for n, p in policies.items()
-        }
         bar = tqdm(total=cfg.optim.warmstart_steps, desc="warm start", disable=not show)
 
         def on_step(i: int, m: dict[str, float]) -> None:
@@ -244,7 +249,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 bar.set_postfix({k: f"{v:.3f}" for k, v in list(m.items())[:2]})
 
         warm_start(
-            sft,
+            {n: p.learner for n, p in policies.items() if p.learner is not None},
             data,
             steps=cfg.optim.warmstart_steps,
             batch_size=cfg.optim.warmstart_batch_size,
@@ -254,7 +259,9 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
         )
         bar.close()
-        del sft
+        for pol in policies.values():
+            if pol.learner is not None:
+                pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
         sync_engines(policies, cfg.model.engine_weights_dtype)
         m = evaluate(0, "warmstart", prefix="eval_warmstart")
         run.log(
@@ -273,15 +280,6 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             print(f"[warm start] held-out success after SFT: {summary['success_warmstart']:.3f}")
 
     # ---------------------------------------------------------------- 3. RL steps
-    for pol in policies.values():
-        pol.learner = make_learner(
-            cfg, pol, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
-        )
-        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
-            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
-            # The saved optimiser would restore its own rate and decay: the config's win.
-            lr, wd = cfg.optim.lr, cfg.optim.weight_decay
-            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
     step = int(state["step"])
     t_rl = time.perf_counter()
     bar = tqdm(total=cfg.optim.steps, initial=step, desc="AT-GRPO", disable=not show)
@@ -340,7 +338,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             bar.update(1)
             bar.set_postfix(
                 reward=f"{np.mean([s.reward for s in result.samples]):.2f}",
-                success=f"{metrics['rollout/success']:.2f}",
+                sampled_success=f"{metrics['rollout/success']:.2f}",
                 tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
             )
             if cfg.run.save_every and step % cfg.run.save_every == 0:
@@ -361,6 +359,9 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
     summary["steps"] = step
     summary["interrupted"] = interrupted
     summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start
+    # CPU seconds of this process and of the sandbox runs it waited for: the cost on an idle
+    # machine (the wall time depends on what else runs).
+    summary["cpu_s"] = state.get("cpu_s", 0.0) + cpu_seconds() - cpu_start
     # Interrupted in a rollout: its draws are dropped with it, so a resume redoes that step
     # exactly as an uninterrupted run would have.
     ckpt_path = save_checkpoint(run, step, policies, snapshot(step, at_step_start))
@@ -384,6 +385,14 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         run.log(step, m, phase="best")
         summary["success_best"] = m["eval_best/success"]
     summary["run_dir"] = str(path)
+    summary["eval_episodes"] = len(eval_tasks)
+    measured = baselines.lookup(cfg)  # the single agent's figures, when this config was measured
+    if measured is not None:
+        summary["baselines"] = {
+            "source": f"{baselines.PATH.name}: {measured['command']} "
+            f"(commits {', '.join(measured['commits'])}, {measured['measured_utc']})",
+            "rows": measured["rows"],
+        }
     run.write_json("summary.json", summary)
     plot_run(path)
     run.close()

@@ -39,6 +39,7 @@ def oracle_samples(
     explore: float = 0.3,
     system_message: bool = True,
     enable_thinking: bool = False,
+    oracle_share: Mapping[str, float] | None = None,
 ) -> list[TrainSample]:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
@@ -52,6 +53,10 @@ def oracle_samples(
         explore: Probability that a step executes a random answer instead of the oracle's.
         system_message: Include the env's system text in the prompt (as the rollouts do).
         enable_thinking: The chat template's thinking switch (as the rollouts pass it).
+        oracle_share: Per role, the probability that a sample's target is the oracle's answer;
+            otherwise it is a random well-formed answer (``env.random_action``). Roles not named
+            here always get the oracle's. A share below 1 teaches the role the answer format and
+            shows it the oracle's answer only sometimes: what solves the task is left to RL.
 
     Returns:
         Samples whose ``completion_ids`` are the oracle text followed by the end-of-turn token.
@@ -65,7 +70,10 @@ def oracle_samples(
             if env.terminations[agent] or env.truncations[agent]:
                 env.step(None)
                 continue
-            target = env.oracle_action(agent)
+            oracle = target = env.oracle_action(agent)
+            share = (oracle_share or {}).get(agent, 1.0)
+            if share < 1.0 and rng.random() >= share:
+                target = env.random_action(rng, agent)
             tok: Any = tokenizers[policy_of[agent]]
             ids = [*list(tok.encode(target, add_special_tokens=False)), tok.eos_token_id]
             prompt = encode_prompt(
@@ -82,8 +90,10 @@ def oracle_samples(
                     policy=policy_of[agent],
                 )
             )
+            # The oracle's answer is played (a random one with probability explore), whatever the
+            # target: a role's random targets do not change the states the other roles see.
             explored = rng.random() < explore
-            env.step(env.random_action(rng, agent) if explored else target)
+            env.step(env.random_action(rng, agent) if explored else oracle)
     return out
 
 

@@ -18,10 +18,13 @@ from mas_trainer.at_grpo import (  # noqa: E402
     low_std_groups,
     lowest_share,
     masked_mean,
+    policy_change,
     ppo_clip_loss,
+    role_token_weights,
     sft_loss,
     token_logprobs,
     top_p_filter,
+    weighted_sft_loss,
     zero_variance_groups,
 )
 
@@ -101,7 +104,7 @@ def test_ppo_clip_loss_hand_computed_with_dual_clip() -> None:
     loss, m = ppo_clip_loss(logp, old, t([1.0, -1.0]), mask)
     assert loss.item() == pytest.approx((-1.2 - 0.5 + 0.8 + 3.0 + 2.0) / 5, abs=1e-5)
     # The clipped branch wins for ratio 1.5 (A>0) and ratio 0.5 (A<0); ratio 5 is the dual clip's.
-    assert m["algo/clip_frac"] == pytest.approx(2 / 5)
+    assert m["algo/clip_frac_in_loss"] == pytest.approx(2 / 5)
     assert m["algo/dual_clip_frac"] == pytest.approx(1 / 5)
     assert m["algo/ratio_mean"] == pytest.approx((1.5 + 0.5 + 0.5 + 5.0 + 2.0) / 5, abs=1e-5)
 
@@ -293,3 +296,31 @@ def test_advantages_filters_are_a_union_over_all_groups() -> None:
     assert m["algo/groups_dropped"] == 2.0 and len(kept) == 6  # groups 0 and 3 stay
     kept, m = advantages(_samples(REWARDS, GROUPS))
     assert len(kept) == 9 and m["algo/groups_dropped"] == 0.0
+
+
+def test_role_token_weights_weigh_every_role_the_same() -> None:
+    # A 30-token tool answer and two 3-token planner answers: per role, its tokens sum to 1/2.
+    w = role_token_weights(["tool", "planner", "planner"], [30, 3, 3])
+    assert w == pytest.approx([1 / 60, 1 / 12, 1 / 12])
+    assert 30 * w[0] == pytest.approx(0.5) and 3 * (w[1] + w[2]) == pytest.approx(0.5)
+    # One role: the plain token mean.
+    assert role_token_weights(["a", "a"], [2, 6]) == pytest.approx([1 / 8, 1 / 8])
+
+
+def test_weighted_sft_loss_is_the_mean_of_role_token_means() -> None:
+    logp = t([[-1.0, -1.0, -1.0, -1.0], [-3.0, 0.0, 0.0, 0.0]])  # tool: 4 tokens, planner: 1
+    mask = torch.tensor([[True, True, True, True], [True, False, False, False]])
+    w = t(role_token_weights(["tool", "planner"], [4, 1]))
+    assert weighted_sft_loss(logp, mask, w).item() == pytest.approx((1.0 + 3.0) / 2)
+    # The plain token mean lets the long answer dominate: (4 * 1 + 3) / 5.
+    assert sft_loss(logp, mask).item() == pytest.approx(7 / 5)
+
+
+def test_policy_change_measures_the_update_after_it() -> None:
+    old = t([0.0, 0.0, 0.0, 0.0])
+    new = torch.log(t([1.0, 1.1, 1.5, 0.5]))  # ratios: two inside [0.8, 1.2], two outside
+    m = policy_change(new, old, 0.2, 0.2)
+    assert m["algo/clip_frac"] == pytest.approx(0.5)
+    k3 = [(r - 1) - math.log(r) for r in (1.0, 1.1, 1.5, 0.5)]
+    assert m["algo/approx_kl"] == pytest.approx(sum(k3) / 4, abs=1e-6)
+    assert policy_change(old, old, 0.2, 0.2) == {"algo/approx_kl": 0.0, "algo/clip_frac": 0.0}

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.slow  # six short trainer runs (~20 s on one CPU thread)
+pytestmark = pytest.mark.slow  # eight short trainer runs (~2 min on one CPU thread)
 
 BUDGET = [
     "--warmstart-steps", "3", "--steps", "2", "--episodes", "3",
@@ -29,12 +30,20 @@ def _load():
 
 
 def _rl_metrics(run_dir: Path) -> list[dict]:
-    keep = ("rollout/success", "rollout/samples", "loss/policy", "eval/success")
+    keep = ("rollout/success", "rollout/samples", "loss/policy/tool", "eval/success")
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
-    return [{k: r.get(k) for k in ("step", *keep)} for r in rows if r["phase"] in ("rl", "final")]
+    # The RL records and the final evaluation after them (a row's folder also holds its warm
+    # start's records, whose 0-step run ended with a "final" evaluation at step 0).
+    after = [r for r in rows if r["phase"] == "rl" or (r["phase"] == "final" and r["step"] > 0)]
+    return [{k: r.get(k) for k in ("step", *keep)} for r in after]
 
 
-def test_rows_share_warm_starts_and_the_shared_row_is_mas_train(tmp_path, monkeypatch):
+def _adam_steps(folder: Path) -> int:
+    state = torch.load(folder, weights_only=False)["optimizer"]["state"]
+    return min(int(s["step"]) for s in state.values())
+
+
+def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_path, monkeypatch):
     module = _load()
     out = tmp_path / "cmp"
     argv = ["compare_baselines.py", *BUDGET, "--out-dir", str(out), "--out", str(out / "t.md")]
@@ -43,23 +52,41 @@ def test_rows_share_warm_starts_and_the_shared_row_is_mas_train(tmp_path, monkey
 
     root = out / "plan-path-tiny" / "seed-0"
     rows = {k: json.loads((root / "rows" / f"{k}.json").read_text()) for k in module.ROWS}
-    # One warm start per mode; every row of a mode reports that warm start's success.
-    assert sorted(p.name for p in root.glob("*-warmstart")) == ["mas-warmstart", "single-warmstart"]
+    # One warm start per kind; every row of a kind reports that warm start's success.
+    kinds = sorted(p.name for p in root.glob("*-warmstart"))
+    assert kinds == ["mas-shared-warmstart", "mas-warmstart", "single-warmstart"]
     for key, row in rows.items():
-        ws = json.loads((root / f"{row['mode']}-warmstart.json").read_text())
-        assert row["success_after_ws"] == ws["success_warmstart"], key
         assert row["config"]["eval_episodes"] == 3 and row["config"]["seed"] == 0
-        assert row["config"]["warmstart_steps"] == 3
-        assert row["rl_steps"] == (0 if module.ROWS[key][2] is None else 2)
+        if key == "mas-swapped":
+            continue
+        ws = json.loads((root / f"{row['warm_start']}-warmstart.json").read_text())
+        assert row["success_after_ws"] == ws["success_warmstart"], key
+        assert row["rl_steps"] == (0 if module.ROWS[key].policy_map is None else 2)
+    # Same budget: the one-policy rows do the work of the team's two policies.
+    assert rows["mas"]["config"]["warmstart_steps"] == 3
+    assert rows["single"]["config"]["warmstart_steps"] == 6
+    assert rows["mas-shared"]["config"]["warmstart_steps"] == 6
+    assert rows["single-grpo"]["config"]["tasks_per_step"] == 4
+    assert rows["mas-per-role"]["config"]["tasks_per_step"] == 2
+    assert rows["mas-parallel"]["config"]["rollout_mode"] == "parallel"
     # Unset budget fields keep the preset's values.
-    assert rows["mas-shared"]["config"]["temperature"] == 0.7
-    assert rows["mas-shared"]["config"]["k"] == 4
-    # The per-role row trained one model per role, each starting from the warm start.
+    assert rows["mas-per-role"]["config"]["temperature"] == 1.0
+    assert rows["mas-per-role"]["config"]["k"] == 4
+    # Policies: one model per role, or one shared; RL continues the warm start's AdamW.
     final = Path(rows["mas-per-role"]["checkpoint"])
     assert (final / "planner").is_dir() and (final / "tool").is_dir()
     assert not (final / "shared").exists()
+    assert (Path(rows["mas-shared"]["checkpoint"]) / "shared").is_dir()
+    ws_ckpt = Path(json.loads((root / "mas-warmstart.json").read_text())["checkpoint"])
+    for role in ("tool", "planner"):
+        assert _adam_steps(ws_ckpt / f"learner-{role}.pt") == 3
+        assert _adam_steps(final / f"learner-{role}.pt") >= 3  # a fresh AdamW would hold <= 2
+    # The swapped row plays each role with the other's trained policy, on the same tasks.
+    swapped = rows["mas-swapped"]
+    assert swapped["policy_of"] == {"tool": "planner", "planner": "tool"}
+    assert swapped["success_after_ws"] == rows["mas-per-role"]["success_final"]
 
-    # The shared MAS row is the run plain mas-train makes with the same settings, step for step.
+    # The per-role MAS row is the run plain mas-train makes with the same settings, step for step.
     from mas_trainer.config import build_config
     from mas_trainer.train import train
 
@@ -69,10 +96,45 @@ def test_rows_share_warm_starts_and_the_shared_row_is_mas_train(tmp_path, monkey
         "--run.log_transcripts", "0", "--run.progress", "false",
     ]  # fmt: skip
     summary = train(build_config("plan-path-tiny", overrides=overrides), run_path=tmp_path / "ref")
-    assert summary["success_final"] == rows["mas-shared"]["success_final"]
-    assert _rl_metrics(tmp_path / "ref") == _rl_metrics(root / "mas-shared")
+    assert summary["success_final"] == rows["mas-per-role"]["success_final"]
+    assert _rl_metrics(tmp_path / "ref") == _rl_metrics(root / "mas-per-role")
     assert len(_rl_metrics(tmp_path / "ref")) == 3  # 2 RL steps + the final eval
 
     table = (out / "t.md").read_text()
-    for label, _, _ in module.ROWS.values():
-        assert f"| {label} |" in table
+    for row in module.ROWS.values():
+        assert f"| {row.label} |" in table
+
+
+def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path, monkeypatch):
+    module = _load()
+    out = tmp_path / "cmp"
+    for seed, values in ((0, (0.2, 0.5, 0.9)), (1, (0.4, 0.4, 0.7))):
+        folder = out / "plan-path-tiny" / f"seed-{seed}" / "rows"
+        folder.mkdir(parents=True)
+        for key, v in zip(("single-grpo", "mas", "mas-per-role"), values, strict=True):
+            row = {"success_final": v, "config": {"eval_episodes": 10}, "commit": "abc"}
+            (folder / f"{key}.json").write_text(json.dumps(row))
+    args = module.argparse.Namespace(out_dir=str(out), seed=[0, 1], envs=["plan-path-tiny"])
+    data = module.cross_seed(args, "plan-path-tiny")
+    assert data["rows"]["mas-per-role"]["mean"] == pytest.approx(0.8)
+    # The t-interval of two seeds: mean +- 12.706 * sd / sqrt(2).
+    sd = (0.1**2 * 2) ** 0.5
+    low, high = data["rows"]["mas-per-role"]["ci95_seeds"]
+    assert (high - low) / 2 == pytest.approx(12.706 * sd / 2**0.5)
+    assert data["rows"]["mas-per-role"]["ci95_pooled"][0] < 0.8
+    assert data["gains"]["rl"]["per_seed"] == pytest.approx([0.4, 0.3])
+    assert data["gains"]["team"]["mean"] == pytest.approx(0.5)
+    assert "tree" not in data["gains"]  # no parallel-sampling row was run
+
+    # --write-baselines stores them under the preset's config fingerprint; mas-train reads them.
+    from mas_trainer import baselines
+    from mas_trainer.config import build_config
+
+    path = tmp_path / "baselines.json"
+    monkeypatch.setattr(module, "BASELINES", path)
+    module.write_baselines(module.argparse.Namespace(**vars(args), overrides=[]))
+    cfg = build_config("plan-path-tiny", overrides=["--run.seed", "3", "--run.name", "x"])
+    found = baselines.lookup(cfg, path)
+    assert found is not None and found["rows"]["single-grpo"]["mean"] == pytest.approx(0.3)
+    changed = build_config("plan-path-tiny", overrides=["--optim.steps", "5"])
+    assert baselines.lookup(changed, path) is None  # another config: no figure

@@ -24,10 +24,15 @@ from mas_trainer.config import (
 def test_default_is_the_cpu_plan_path_preset():
     cfg = build_config()
     assert cfg.preset == "plan-path-tiny"
-    assert cfg.env.id == "mas/PlanPath-v0"
-    assert cfg.model.name.startswith("tiny:")
+    # The paper's mechanism: the tool writes a program that the sandbox runs; one model per role.
+    assert cfg.env.id == "mas/PlanPathCode-v1" and cfg.env.mode == "mas"
+    assert cfg.algo.policy_map == "per_role"
+    assert cfg.model.name == "tiny:tiny-bpe"
     assert cfg.model.device == "cpu"
     assert cfg.optim.warmstart_steps > 0  # the default run warm-starts (docs say so)
+    # ... teaching the tool the format, not the search: the oracle program is a minority target.
+    assert 0 < cfg.optim.warmstart_oracle_share["tool"] < 0.5
+    assert cfg.eval.episodes >= 200
 
 
 def test_required_presets_exist():

@@ -87,9 +87,17 @@ def tiny_run(tmp_path):
     pytest.importorskip("torch")
     from mas_trainer.models import build_tiny_model
 
+    # A shared tiny:tiny policy on 4x4 mas/PlanPath-v0 (the default preset now plays 5x5
+    # PlanPathCode-v1 with one BPE model per role).
     cfg = build_config(
-        "plan-path-tiny", overrides=["--rollout.max_new_tokens", "5", "--run.out_dir", "x"]
-    )
+        "plan-path-tiny",
+        overrides=[
+            "--rollout.max_new_tokens", "5", "--run.out_dir", "x",
+            "--env.id", "mas/PlanPath-v0",
+            "--env.options", '{"rows": 4, "cols": 4, "wall_prob": 0.1}',
+            "--model.name", "tiny:tiny", "--algo.policy_map", "shared",
+        ],
+    )  # fmt: skip
     run = RunDir(tmp_path / "run", tensorboard=False)
     run.write_json("config.json", config_to_dict(cfg))
     model, tok = build_tiny_model("tiny", seed=0)
@@ -173,7 +181,11 @@ def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, ca
 def test_default_token_limit_comes_from_the_run_then_the_presets():
     from mas_trainer.eval.policies import default_max_new_tokens
 
-    assert default_max_new_tokens("tiny:tiny", ["mas/PlanPath-v0"]) == (24, "preset plan-path-tiny")
+    assert default_max_new_tokens("tiny:tiny-bpe", ["mas/PlanPathCode-v1"]) == (
+        48,
+        "preset plan-path-tiny",
+    )
+    assert default_max_new_tokens("tiny:tiny", ["mas/Sokoban-v0"]) == (24, "preset sokoban-tiny")
     assert default_max_new_tokens("tiny:tiny", ["mas/Sudoku-v0", "mas/PlanPath-v0"])[0] == 48
     value, source = default_max_new_tokens("Qwen/Qwen3-8B", ["mas/SokobanCode-v0"])
     assert value == 2048 and source.startswith("preset sokoban-qwen3-")

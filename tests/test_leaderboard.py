@@ -133,6 +133,7 @@ def test_honest_result_validates(planpath_random):
             "episode hash mismatch",
         ),
         (lambda r: r["results"][0].update(env_id="mas/PlanPath-v1"), "env version mismatch"),
+        (lambda r: r["results"][0].update(env_id="mas/PlanPath-v7"), "env version mismatch"),
         (lambda r: r["results"][0].update(env_version=1), "env_version 1 does not match"),
         (lambda r: r["results"][0].update(env_kwargs={"rows": 5}), "env_kwargs"),
         (lambda r: r["results"][0]["episodes"][0].pop("steps"), "schema"),

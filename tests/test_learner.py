@@ -318,3 +318,72 @@ def test_shared_prompts_give_the_same_update() -> None:
         assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
     assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
     assert metrics[0]["loss/policy"] == pytest.approx(metrics[1]["loss/policy"], abs=1e-6)
+
+
+def test_sft_weighs_each_role_the_same_in_a_shared_batch() -> None:
+    # A long "tool" answer and a short "planner" answer in one batch: the reported loss is the
+    # mean of the two roles' token means, not the token mean (which the long answer would own).
+    model, _ = build_tiny_model("tiny", seed=0)
+    long = TrainSample([257, 1, 2], list(range(10, 40)), [], 0.0, role="tool")
+    short = TrainSample([257, 3, 4], [50, 51, 258], [], 0.0, role="planner")
+    per_role = {}
+    for s in (long, short):
+        per_role[s.role] = _learner(build_tiny_model("tiny", seed=0)[0]).sft_update([s])["loss/sft"]
+    m = _learner(model, mini_batch_size=2).sft_update([long, short])
+    assert m["loss/sft/tool"] == pytest.approx(per_role["tool"], rel=1e-4)
+    assert m["loss/sft/planner"] == pytest.approx(per_role["planner"], rel=1e-4)
+    assert m["loss/sft"] == pytest.approx((per_role["tool"] + per_role["planner"]) / 2, rel=1e-4)
+    # Its gradient is the gradient of the hand-built mean of the two roles' token means.
+    a, _ = build_tiny_model("tiny", seed=0)
+    b, _ = build_tiny_model("tiny", seed=0)
+    learner = _learner(a, mini_batch_size=2)
+    grads = {}
+    real_step = learner._optimizer_step
+
+    def capture() -> float:
+        grads.update({n: p.grad.clone() for n, p in a.named_parameters()})
+        return real_step()
+
+    learner._optimizer_step = capture
+    learner.sft_update([long, short])
+    loss = 0.0
+    for s in (long, short):
+        ids = torch.tensor([s.prompt_ids + s.completion_ids])
+        logits = b(ids).logits[0, len(s.prompt_ids) - 1 : -1]
+        loss = loss + torch.nn.functional.cross_entropy(logits, torch.tensor(s.completion_ids)) / 2
+    loss.backward()
+    for n, p in b.named_parameters():
+        assert torch.allclose(grads[n], p.grad, atol=1e-6), n
+
+
+def test_update_reports_how_far_it_moved_the_policy() -> None:
+    # With one mini-batch the in-loss ratio is exactly 1 (its metrics are taken before the step);
+    # algo/approx_kl and algo/clip_frac are measured after the step and see the move.
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok)
+    learner = _learner(model, lr=3e-2, mini_batch_size=len(samples))
+    before = learner.logprobs(samples)
+    m = learner.update(samples)
+    after = learner.logprobs(samples)
+    assert m["algo/clip_frac_in_loss"] == 0.0 and m["algo/approx_kl_in_loss"] == 0.0
+    old = torch.tensor([x for row in before for x in row])
+    new = torch.tensor([x for row in after for x in row])
+    ratio = (new - old).exp()
+    assert m["algo/approx_kl"] == pytest.approx(((ratio - 1) - (new - old)).mean().item(), rel=1e-4)
+    outside = ((ratio < 0.8) | (ratio > 1.2)).float().mean().item()
+    assert m["algo/clip_frac"] == pytest.approx(outside) and m["algo/approx_kl"] > 0
+
+
+def test_kl_reference_follows_reset_and_resume() -> None:
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok)
+    learner = _learner(model, kl_coef=0.1, lr=1e-2)
+    learner.sft_update(samples[:4])  # e.g. a warm start: the policy moves away from the copy
+    assert learner.update(samples)["loss/kl"] > 0
+    learner.reset_reference()  # the policy as it is now becomes the reference
+    ref = {k: v.clone() for k, v in learner.ref_model.state_dict().items()}
+    assert all(torch.equal(ref[k], v) for k, v in model.state_dict().items())
+    state = learner.state_dict()
+    other = _learner(build_tiny_model("tiny", seed=1)[0], kl_coef=0.1, lr=1e-2)
+    other.load_state_dict(state)
+    assert all(torch.equal(ref[k], v) for k, v in other.ref_model.state_dict().items())

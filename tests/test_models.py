@@ -13,7 +13,9 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
 from mas_trainer.models import (  # noqa: E402
     add_lora_adapters,
+    build_bpe_tokenizer,
     build_byte_tokenizer,
+    build_planpath_tokenizer,
     build_tiny_model,
     chat_prompt_ids,
     count_parameters,
@@ -39,6 +41,45 @@ def test_byte_tokenizer_maps_text_to_utf8_bytes_and_back() -> None:
     ]
     assert (tok.pad_token_id, tok.eos_token_id) == (256, 258)
     assert stop_token_ids(tok) == [256, 258]
+
+
+def test_planpath_bpe_tokenizer_is_short_deterministic_and_loses_nothing(tmp_path: Path) -> None:
+    import mas_envs
+    from mas_envs.planpath import prompts
+    from mas_trainer import models
+
+    tok = build_planpath_tokenizer()
+    assert len(tok) == models.PLANPATH_BPE_VOCAB
+    assert (tok.pad_token_id, tok.eos_token_id) == (0, 2)
+    assert stop_token_ids(tok) == [0, 2]
+    models._planpath_tokenizer_json.cache_clear()  # built again from scratch: the same tokenizer
+    assert build_planpath_tokenizer().get_vocab() == tok.get_vocab()
+    # Programs and prompts are tens of tokens, not hundreds.
+    program = prompts.oracle_program_v1()
+    assert len(tok.encode(program)) < len(program) / 5
+    env = mas_envs.make("mas/PlanPathCode-v1", rows=5, cols=5, split="test")
+    env.reset(options={"task_id": env.task_ids("test")[0]})
+    assert len(tok.encode(env.observe("tool")["prompt"])) < 100
+    # A grid cell is one token; the answer marker too.
+    assert [tok.decode([i]) for i in tok.encode("#.#\n##.#")] == list("#.#\n##.#")
+    assert tok.convert_ids_to_tokens(tok.encode("#### U")[:1]) == ["####"]
+    # Any text round-trips (every byte is a token), and so does the saved tokenizer.
+    text = "héllo ☃\n\t {x}  <b> ####"
+    assert tok.decode(tok.encode(text)) == text
+    tok.save_pretrained(tmp_path)
+    again = AutoTokenizer.from_pretrained(tmp_path)
+    assert again.encode(program) == tok.encode(program)
+    assert again.apply_chat_template(MESSAGES, tokenize=False) == tok.apply_chat_template(
+        MESSAGES, tokenize=False
+    )
+    with pytest.raises(ValueError, match="vocab_size must exceed"):
+        build_bpe_tokenizer(["ab"], vocab_size=100)
+
+
+def test_tiny_bpe_preset_uses_the_planpath_tokenizer() -> None:
+    model, tok = build_tiny_model("tiny-bpe")
+    assert len(tok) == model.config.vocab_size == 1024
+    assert 550_000 <= count_parameters(model) <= 700_000
 
 
 def test_chat_template_is_qwen_style() -> None:

@@ -76,6 +76,25 @@ def test_plot_run_writes_the_figures(tmp_path):
     assert loss.axes[0].get_title().startswith("my run: supervised warm start")
 
 
+def test_per_role_warm_start_has_its_steps_and_a_loss_curve_per_policy(tmp_path):
+    """A per-role run logs ``warmstart/<policy>/loss/sft``: the figures read those too."""
+    run = _run(tmp_path)
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in records:
+        if "warmstart/loss/sft" in r:
+            loss = r.pop("warmstart/loss/sft")
+            r.update({"warmstart/tool/loss/sft": loss, "warmstart/planner/loss/sft": 2 * loss})
+            r["warmstart/tool/loss/sft/tool"] = loss  # a per-role breakdown is not a policy
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    texts = [t.get_text() for t in success_figure(run).axes[0].texts]
+    assert any("(100 SFT steps)" in t for t in texts), texts
+    (ax,) = warmstart_loss_figure(run).axes
+    lines = {line.get_label(): list(line.get_data()[1]) for line in ax.get_lines()}
+    assert set(lines) == {"policy planner", "policy tool"}
+    assert lines["policy planner"] == [2 * v for v in lines["policy tool"]]
+    assert lines["policy tool"][0] == pytest.approx(0.1)
+
+
 def test_a_checkpoint_save_prints_no_hub_progress_bar(tmp_path, capfd):
     pytest.importorskip("transformers")
     from transformers.utils import logging as hf_logging

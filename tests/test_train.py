@@ -14,6 +14,7 @@ from mas_trainer.outputs import RunDir, read_metrics  # noqa: E402
 from mas_trainer.train import train  # noqa: E402
 
 FAST = [
+    "--model.name", "tiny:tiny", "--algo.policy_map", "shared",
     "--env.id", "digit_env:DigitEnv", "--env.options", "{}", "--env.max_turns", "2",
     "--rollout.tasks_per_step", "2", "--rollout.max_new_tokens", "3", "--rollout.system_message",
     "true", "--optim.steps", "2", "--optim.warmstart_steps", "2", "--optim.warmstart_episodes",
@@ -219,6 +220,7 @@ def test_at_grpo_learns_a_learnable_task_and_trains_every_policy(tmp_path):
     cfg = build_config(
         "plan-path-tiny",
         overrides=[
+            "--model.name", "tiny:tiny",
             "--env.id", "digit_env:DigitEnv", "--env.options", "{}", "--env.max_turns", "1",
             "--algo.policy_map", "per_role", "--rollout.tasks_per_step", "16",
             "--rollout.k", "8", "--rollout.max_new_tokens", "1", "--optim.steps", "40",
@@ -339,3 +341,15 @@ def test_mixed_precision_resume_continues_bit_for_bit(tmp_path):
         same = [k for k in ra if k.startswith(("loss/", "algo/", "rollout/", "optim/"))]
         assert same and {k: ra[k] for k in same} == {k: rb[k] for k in same}
     assert changed(a / "shared", initial_params())
+
+
+def test_rl_continues_the_warm_starts_optimizer_and_reports_cpu_time(tmp_path):
+    # One learner per policy serves the warm start and RL: AdamW's moments and step counts carry
+    # over (a fresh AdamW would start RL with bias-corrected full-size steps).
+    summary = train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1"))
+    ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+    state = torch.load(ckpt / "learner-shared.pt", weights_only=False)
+    steps = {int(s["step"]) for s in state["optimizer"]["state"].values()}
+    assert min(steps) >= 2 + 1  # 2 warm-start steps, then at least one RL mini-batch
+    assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-3)  # RL's rate
+    assert summary["cpu_s"] > 0 and summary["eval_episodes"] == 4

@@ -67,3 +67,38 @@ def test_config_checks_the_decay_ratio():
     assert cfg.optim.warmstart_min_lr_ratio == 0.1
     with pytest.raises(ConfigError, match="warmstart_min_lr_ratio"):
         build_config("plan-path-tiny", overrides=["--optim.warmstart_min_lr_ratio", "2"])
+
+
+def test_oracle_share_mixes_random_targets_for_one_role_and_plays_the_oracle():
+    pytest.importorskip("transformers")
+    from digit_env import DigitEnv
+
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.warmstart import oracle_samples
+
+    tok = build_byte_tokenizer()
+    played = []
+
+    class Recording(DigitEnv):
+        def step(self, action):
+            if action is not None:
+                played.append((self.agent_selection, action, self.oracle_action()))
+            super().step(action)
+
+    samples = oracle_samples(
+        Recording, tok, {"caller": "shared", "echo": "shared"}, list(range(400)),
+        rng=np.random.default_rng(0), explore=0.0, oracle_share={"caller": 0.25},
+    )  # fmt: skip
+
+    def hits(role: str) -> float:
+        mine = [s for s in samples if s.role == role]
+        oracle = [s for s in mine if tok.decode(s.completion_ids[:-1]) in tok.decode(s.prompt_ids)]
+        return len(oracle) / len(mine)
+
+    assert hits("echo") == 1.0  # a role not named: always the oracle's answer
+    assert 0.25 <= hits("caller") <= 0.40  # 25% oracle + the random digits that happen to match
+    # Whatever the target, the oracle's answer is what is played (explore=0): the next roles see
+    # the states an oracle team reaches.
+    assert played and all(action == oracle for _, action, oracle in played)
+    with pytest.raises(ConfigError, match="warmstart_oracle_share"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_oracle_share", '{"tool": 2}'])

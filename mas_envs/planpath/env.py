@@ -1,4 +1,4 @@
-"""Plan-Path (``mas/PlanPath-v0``): move an agent through a walled grid to the goal.
+"""Plan-Path (``mas/PlanPath-v0``, ``-v1``): move an agent through a walled grid to the goal.
 
 Env card
 ========
@@ -57,8 +57,9 @@ unparseable answer                          -1.0 (``format_penalty``)
 
 ``planner``: the reward of its moves on the real env. ``tool``: the reward its proposal *would*
 earn from the current state (simulated on a copy; the real env never moves). Team reward: 1.0 when
-the goal is reached on the real env by this action, else 0.0. Each agent gets
-``alpha * team + local``.
+the goal is reached on the real env by this action, else 0.0; in v1 the tool's team reward is the
+one its proposal would bring: 1.0 when following it reaches the goal (v0: always 0.0, so the
+tool's reward had no team term). Each agent gets ``alpha * team + local``.
 
 **Success.** The agent stands on the goal (``infos[agent]["success"]``).
 
@@ -87,12 +88,22 @@ planner sees the program, its output and the parsed moves in place of the propos
 ``prefetch(texts)`` runs K candidates in one pooled call. ``mode="single"`` is the same in both
 tool modes.
 
+**Plan code v1** (``mas/PlanPathCode-v1``): short prompts for small models. The tool's prompt is
+the state and one line of instructions (:data:`~mas_envs.planpath.prompts.CODE_ASK_V1`; no sandbox
+details, no previous program); the oracle program reads the grid from its stdin and is the same
+text on every level (~270 characters; v0's embeds the grid: ~900 characters on 4x4); the
+planner's prompt is the state, the answer format, and what the program printed as its last line
+(:func:`~mas_envs.planpath.prompts.planner_report_v1`; the code itself is not shown).
+
 **Version history.** v0: first version. ``mas/PlanPathCode-v0``: first version of the plan-code
 variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
 (same reward). Both, split fix within v0 (no new version): ``reset(options={"task_id": i})`` of a
 train or validation id whose level is held out serves a redrawn level, as seeded resets always did;
 prompts, rules, rewards, the test split and the golden transcripts are unchanged
 (``docs/envs/planpath.md``).
+v1 (``version=1``; ``mas/PlanPath-v1``, ``mas/PlanPathCode-v1``): the tool's reward has
+its team term (see Rewards); the planner's oracle answer keeps the tool's proposal when it is a
+shortest path; the plan-code texts above. Plan-mode and single-agent texts are v0's.
 """
 
 from __future__ import annotations
@@ -114,6 +125,8 @@ _ONE_MOVE = {text: move for text, move in zip(_NUMERIC_TEXT, grid.MOVES, strict=
 _SHOWN = {move: (move, move + "*") for move in grid.MOVES}
 """A move as the history line shows it: made, blocked."""
 _CELL_PX = 16
+VERSIONS = (0, 1)
+"""Env versions (the card's version history): 0 and 1."""
 
 
 class PlanPathEnv(TeamGameEnv):
@@ -123,6 +136,8 @@ class PlanPathEnv(TeamGameEnv):
         rows: Grid height, 2..32.
         cols: Grid width, 2..32.
         wall_prob: Probability that a cell is a wall, 0.0..0.5.
+        version: ``0`` or ``1`` (the card's version history; ``mas/PlanPath-v1``,
+            ``mas/PlanPathCode-v1``).
         **kwargs: ``tool_mode`` (the tool answers with moves, or with a program that prints
             them), ``tool_timeout_s``, ``tool_memory_mb`` (see
             :class:`~mas_envs.games.TeamGameEnv`); ``mode``, ``alpha``, ``max_turns``, ``split``,
@@ -141,8 +156,14 @@ class PlanPathEnv(TeamGameEnv):
         rows: int = 10,
         cols: int = 10,
         wall_prob: float = 0.22,
+        version: int = 0,
         **kwargs: Any,
     ) -> None:
+        if version not in VERSIONS:
+            raise ValueError(
+                f"version must be one of {list(VERSIONS)} (mas/PlanPath-v0 and -v1, "
+                f"mas/PlanPathCode-v0 and -v1), got {version!r}"
+            )
         for name, value in (("rows", rows), ("cols", cols)):
             if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 32:
                 raise ValueError(f"{name} must be an int in [2, 32], got {value!r}")
@@ -152,6 +173,7 @@ class PlanPathEnv(TeamGameEnv):
             or not 0.0 <= wall_prob <= 0.5
         ):
             raise ValueError(f"wall_prob must be a number in [0.0, 0.5], got {wall_prob!r}")
+        self.version = version
         super().__init__(**kwargs)
         self.rows, self.cols, self.wall_prob = rows, cols, float(wall_prob)
         self._max_moves = 4 * rows * cols
@@ -228,7 +250,8 @@ class PlanPathEnv(TeamGameEnv):
         )
         if is_tool:  # simulated only: the real state stays as it is
             self._proposal = moves
-            return (reward, 0.0, False, False, True, "", {"proposal_reaches_goal": reached})
+            team = 1.0 if reached and self.version >= 1 else 0.0
+            return (reward, team, False, False, True, "", {"proposal_reaches_goal": reached})
         if made:
             self._history = prompts.extend_history(self._history, self._moves, made, blocked)
         if blocked:
@@ -285,7 +308,8 @@ class PlanPathEnv(TeamGameEnv):
         )
         self._proposal = parsed.moves  # simulated only: the real state stays as it is
         info["proposal_reaches_goal"] = reached
-        return Outcome(reward, info=info)
+        team = 1.0 if reached and self.version >= 1 else 0.0
+        return Outcome(reward, team, info=info)
 
     def _tool_stdin(self) -> str:
         """The grid as the prompt shows it, ``A`` at the agent."""
@@ -301,7 +325,7 @@ class PlanPathEnv(TeamGameEnv):
         return (self.rows, self.cols, self.wall_prob)
 
     def _system_text(self, texts: str, agent: str) -> str:
-        return prompts.system_text(texts, agent)
+        return prompts.system_text(texts, agent, self.version)
 
     def observe(self, agent: str) -> dict[str, str]:
         # TextEnv.observe without its two method calls: observe runs after every step.
@@ -338,6 +362,17 @@ class PlanPathEnv(TeamGameEnv):
         proposal line, and for the tool the instructions to answer with a program."""
         own = agent == "tool"
         program = self._program
+        if self.version >= 1:
+            level = self._level
+            assert level is not None, "call reset() first"
+            head = prompts.head(self._grid_text, self.cols, self._cell, level.goal)
+            history = prompts.history_line(self._moves, self._blocked)
+            if own:
+                tail = prompts.CODE_ASK_V1
+            else:
+                tail = f"{prompts.PLANNER_ASK_V1}\n{prompts.planner_report_v1(program)}"
+            turn = min(self.turn, self.max_turns - 1)
+            return prompts.code_prompt_v1(head, history, turn, self.max_turns, tail)
         if program is not None:
             section = prompts.program_section(program, self._proposal, own)
         else:
@@ -365,10 +400,20 @@ class PlanPathEnv(TeamGameEnv):
     def oracle_action(self, agent: str | None = None) -> str:
         """A shortest move list (``#### U, R``); with ``tool_mode="code"`` the tool's is a BFS
         program that prints one (:func:`~mas_envs.planpath.prompts.oracle_program`)."""
-        assert self._level is not None, "call reset() first"
+        level = self._level
+        assert level is not None, "call reset() first"
         if self._writes_program(agent):
+            if self.version >= 1:
+                return prompts.oracle_program_v1()
             return prompts.oracle_program(self._tool_stdin())
-        return "#### " + ", ".join(grid.shortest_path(self._level, self._cell))
+        agent = agent or self.agent_selection
+        proposal = self._proposal
+        if self.version >= 1 and self._mas and agent == "planner" and proposal:
+            # v1: the team's best answer keeps the tool's proposal when it is a shortest path.
+            _, _, made, blocked, reached = grid.run_moves(level, self._cell, proposal, 0)
+            if reached and not blocked and len(made) == level.dist[self._cell]:
+                return "#### " + ", ".join(made)
+        return "#### " + ", ".join(grid.shortest_path(level, self._cell))
 
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, self.rows + self.cols + 1))

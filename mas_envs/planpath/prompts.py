@@ -15,13 +15,19 @@ from mas_envs.spaces import clean_text
 __all__ = [
     "ANSWER_FORMAT",
     "BLOCKED_NOTE",
+    "CODE_ASK_V1",
     "HISTORY",
     "NO_HISTORY",
+    "PLANNER_ASK_V1",
     "canonical_moves",
     "code_ask",
+    "code_prompt_v1",
     "grid_text",
+    "history_line",
     "oracle_program",
+    "oracle_program_v1",
     "parse_answer",
+    "planner_report_v1",
     "program_section",
     "prompt",
     "system_text",
@@ -54,14 +60,22 @@ _ROLE = {
         "searches for a plan; check the plan it printed against the grid and correct it if "
         "needed."
     ),
+    ("code-v1", "tool"): (
+        "You are the tool agent: write a short Python program that reads the grid from its "
+        "standard input, finds the moves from the agent to the goal and prints them. It runs in a "
+        "sandbox; a planner sees what it printed and decides the moves that are made."
+    ),
 }
 _MOVE_SET = frozenset("UDLR")
 _LEGEND = "Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, column 0 the left):"
 
 
-def system_text(mode: str, agent: str) -> str:
+def system_text(mode: str, agent: str, version: int = 0) -> str:
     """The system text of ``agent`` in ``mode`` (static: the env caches it); mode ``"code"`` is
-    the team with ``tool_mode="code"``."""
+    the team with ``tool_mode="code"``. Version 1 changes only the code team's tool text (its
+    planner does not see the program's code)."""
+    if version >= 1 and (mode, agent) == ("code", "tool"):
+        mode = "code-v1"
     return f"{_TASK}\n{_ROLE[mode, agent]}"
 
 
@@ -116,7 +130,9 @@ def proposal_text(proposal: tuple[str, ...] | None) -> str:
     return format_moves(proposal) if proposal else "none (its answer had no valid move list)"
 
 
-def _history(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
+def history_line(moves: tuple[str, ...], blocked: tuple[int, ...]) -> str:
+    """The prompt's history line of ``moves`` (``blocked``: indices of the blocked ones), with
+    :data:`BLOCKED_NOTE` when a move was blocked."""
     if not moves:
         return NO_HISTORY
     if not blocked:
@@ -166,7 +182,7 @@ def prompt(
     if program:
         extra += "\n" + program
     return (
-        f"{head(grid, cols, cell, goal)}{_history(moves, blocked)}\n"
+        f"{head(grid, cols, cell, goal)}{history_line(moves, blocked)}\n"
         f"Turn {turn + 1} of {max_turns}.{extra}\n{ask or ANSWER_FORMAT}"
     )
 
@@ -266,3 +282,74 @@ while came[cell]:
     moves.append(move)
 print("####", ", ".join(reversed(moves)))
 ```'''
+
+
+# ---------------------------------------------------------------------------- version 1 (code)
+# mas/PlanPathCode-v1: short prompts (a tiny model pays for every token), a tool program that
+# reads the grid from its stdin, and a planner prompt whose last line is the program's output.
+
+CODE_ASK_V1 = (
+    "Write a Python program in one ```python block. It reads the grid above on its stdin "
+    "(A = agent) and prints '####' and the moves, e.g. print('####', 'U, R')."
+)
+"""The tool agent's answer instructions in ``mas/PlanPathCode-v1`` (the end of its prompt)."""
+PLANNER_ASK_V1 = "Answer with your moves after '####'."
+"""The planner's answer instructions in ``mas/PlanPathCode-v1``; the program's report follows."""
+MAX_OUTPUT_ECHO_V1 = 200
+"""Characters of the program's output (its tail) in a v1 planner prompt."""
+
+
+def planner_report_v1(program: programs.ToolProgram | None) -> str:
+    """What the tool's program did, for a v1 planner prompt: its output is the last line.
+
+    The program's code is not shown (v0 shows it): the planner acts on what the program printed,
+    and a short prompt is what a tiny model can learn to read. Example::
+
+        The tool agent's program printed:
+        #### U, R
+    """
+    if program is None:
+        return "The tool agent has not answered yet."
+    run = program.run
+    if run is None:
+        return "The tool agent wrote no program (its answer had no ```python block)."
+    if run.verdict != "ok":
+        why = programs.failure_text(run.verdict)
+        return f"The tool agent's program failed ({run.verdict}): {why}."
+    out = clean_text(run.stdout.strip())
+    if not out:
+        return "The tool agent's program printed nothing."
+    if len(out) > MAX_OUTPUT_ECHO_V1:
+        out = "... " + out[-(MAX_OUTPUT_ECHO_V1 - 4) :]
+    return f"The tool agent's program printed:\n{out}"
+
+
+def code_prompt_v1(head_text: str, history: str, turn: int, max_turns: int, tail: str) -> str:
+    """A ``mas/PlanPathCode-v1`` prompt: the state (:func:`head`, the history line, the turn),
+    then ``tail``: :data:`CODE_ASK_V1` for the tool, :data:`PLANNER_ASK_V1` and
+    :func:`planner_report_v1` for the planner."""
+    return f"{head_text}{history}\nTurn {turn + 1} of {max_turns}.\n{tail}"
+
+
+def oracle_program_v1() -> str:
+    """The v1 oracle tool reply: a breadth-first search that reads the grid (``A`` marked) from
+    its stdin and prints a shortest move list. The same text on every level (~260 characters):
+    the grid's rows are joined and framed with walls, so no move needs a bounds check."""
+    return _BFS_STDIN
+
+
+_BFS_STDIN = """```python
+import sys
+g=sys.stdin.read().split()
+w=len(g[0])+1
+s='#'*w+'#'.join(g)+'#'*w
+a=s.find('A')
+p={a:''}
+q=[a]
+for c in q:
+ for m,d in zip('UDLR',(-w,w,-1,1)):
+  if s[c+d]!='#' and c+d not in p:
+   p[c+d]=p[c]+m
+   q+=[c+d]
+print('####',', '.join(p[s.find('G')]))
+```"""

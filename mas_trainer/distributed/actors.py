@@ -199,6 +199,9 @@ class LearnerActorBody:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state)
 
+    def reset_reference(self) -> None:
+        self.learner.reset_reference()
+
     def weights(self, dtype: str | None = None) -> dict[str, Any] | None:
         """The model's tensors on the CPU, cast to ``dtype`` (what the rollout actor loads). With
         FSDP every rank must call it (the shards are gathered); only rank 0 returns them."""

@@ -217,6 +217,9 @@ class RemoteLearner:
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ray_module().get([a.load_state_dict.remote(state) for a in self.learners])
 
+    def reset_reference(self) -> None:
+        ray_module().get([a.reset_reference.remote() for a in self.learners])
+
 
 def _mean_metrics(per_rank: list[dict[str, float]], weights: list[int]) -> dict[str, float]:
     """Sample-weighted mean of each metric over the ranks (rank 0's value where one lacks it)."""

@@ -197,6 +197,7 @@ BOARDS: dict[str, BoardSpec] = {
     for b in [
         BoardSpec("mas/Sokoban-v0", 100),
         BoardSpec("mas/PlanPath-v0", 100),
+        BoardSpec("mas/PlanPath-v1", 100),
         BoardSpec("mas/Sudoku-v0", 100),
         BoardSpec("mas/Math-v0", 100),
         BoardSpec("mas/Math-v1", 100),
@@ -204,6 +205,7 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/Code-v0", 11),
         BoardSpec("mas/SokobanCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v0", 100),
+        BoardSpec("mas/PlanPathCode-v1", 100),
         BoardSpec("mas/SudokuCode-v0", 100),
         # The paper's code and math benchmarks, on files `mas-data prepare` writes: every test
         # problem, as the publisher distributes the set.

@@ -1,0 +1,43 @@
+"""Measured baseline figures that ``mas-train`` prints next to a run of the same config.
+
+``mas_trainer/baselines.json`` is written by ``benchmarks/compare_baselines.py
+--write-baselines``: per preset, the config it measured (:func:`fingerprint`), the seeds, the
+commits, and for each row of the comparison (single agent, single agent + GRPO, MAS prompting,
+MAS + AT-GRPO, parallel sampling, swapped roles) the success per seed, the mean and its 95%
+intervals, and the paired gains. A run's summary can then say how it compares with the single
+agent trained at the same budget, without running the single agent again. :func:`lookup` gives
+the figures only when the run's config is the measured one (seed, output folder and other
+bookkeeping aside): a changed setting means those numbers say nothing about the run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mas_trainer.config import TrainConfig, config_to_dict
+
+__all__ = ["PATH", "fingerprint", "lookup"]
+
+PATH = Path(__file__).with_name("baselines.json")
+"""The shipped file (written by ``benchmarks/compare_baselines.py --write-baselines``)."""
+
+
+def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
+    """The parts of ``cfg`` that decide a run's results: all but ``run`` (seed, folders, threads,
+    progress, backend) and the preset name."""
+    data = config_to_dict(cfg)
+    data.pop("run", None)
+    data.pop("preset", None)
+    return json.loads(json.dumps(data))  # tuples -> lists, as read back from the file
+
+
+def lookup(cfg: TrainConfig, path: Path = PATH) -> dict[str, Any] | None:
+    """The measured figures of ``cfg``'s preset when ``cfg`` is the measured config, else None."""
+    if not path.is_file():
+        return None
+    entry = json.loads(path.read_text()).get(cfg.preset)
+    if entry is None or entry.get("config") != fingerprint(cfg):
+        return None
+    return entry

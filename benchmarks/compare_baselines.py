@@ -281,7 +281,7 @@ def _swapped_eval(preset: str, root: Path, row: Row, common: list[str]) -> dict[
     )
     return {
         "success_final": res["success"],
-        "success_final_ci": [res["success_ci_low"], res["success_ci_high"]],
+        "success_final_ci": list(res["ci95"]),
         "success_after_ws": trained["success_final"],  # the same policies, roles as trained
         "role_map": swap,
         "policy_of": res["policy_of"],

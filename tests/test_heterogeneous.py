@@ -17,7 +17,12 @@ EXTRA = ("Say", "Answer", "digit")  # the "echo" model's own words: its prompts 
 
 def test_role_models_need_a_policy_per_role():
     with pytest.raises(ConfigError, match="policy_map per_role"):
-        build_config(overrides=["--model.role_models", '{"tool": "tiny:tiny"}'])
+        build_config(
+            overrides=[
+                "--algo.policy_map", "shared",  # the default preset is per_role
+                "--model.role_models", '{"tool": "tiny:tiny"}',
+            ]
+        )  # fmt: skip
 
 
 def test_a_team_of_two_tokenizers_trains_each_policy_on_its_own_tokens(tmp_path, monkeypatch):

@@ -33,11 +33,30 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     return json.loads(json.dumps(data))  # tuples -> lists, as read back from the file
 
 
+def _with_defaults(measured: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """``measured`` with every setting it predates filled in at its default: a field added to
+    the config after the measurement defaults to the behaviour the measurement ran with."""
+    out = dict(measured)
+    for key, value in defaults.items():
+        if key not in out:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out[key], dict):
+            out[key] = _with_defaults(out[key], value)
+    return out
+
+
 def lookup(cfg: TrainConfig, path: Path = PATH) -> dict[str, Any] | None:
-    """The measured figures of ``cfg``'s preset when ``cfg`` is the measured config, else None."""
+    """The measured figures of ``cfg``'s preset when ``cfg`` is the measured config, else None.
+
+    Settings the stored config does not name (added to the config after the measurement) count
+    as their defaults.
+    """
     if not path.is_file():
         return None
     entry = json.loads(path.read_text()).get(cfg.preset)
-    if entry is None or entry.get("config") != fingerprint(cfg):
+    if entry is None:
+        return None
+    measured = _with_defaults(entry.get("config", {}), fingerprint(TrainConfig()))
+    if measured != fingerprint(cfg):
         return None
     return entry

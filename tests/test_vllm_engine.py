@@ -195,6 +195,7 @@ def _actions(run_dir, tag: str) -> list[str]:
 
 SHORT_RUN = [
     "plan-path-tiny",
+    "--model.name", "tiny:tiny", "--algo.policy_map", "shared",  # as the Ray loop tests pin
     "--optim.warmstart_steps", "40",
     "--optim.warmstart_episodes", "64",
     "--optim.steps", "3",

@@ -363,7 +363,7 @@ def prepare_model(args: argparse.Namespace, folder: Path, make_env: Callable[[],
             list(range(10**6, 10**6 + 512)),
             rng=rng,
             system_message=False,
-        )
+        ).samples
         learner = Learner(model, lr=5e-3, mini_batch_size=32, pad_token_id=tok.pad_token_id)
         warm_start({"shared": learner}, data, steps=args.warm_start_steps, batch_size=32, rng=rng)
     path = folder / "model"

@@ -41,7 +41,7 @@ from pettingzoo import AECEnv
 
 from mas_envs import spaces as text_spaces
 
-__all__ = ["SPLITS", "Outcome", "OutcomeFields", "TextEnv"]
+__all__ = ["SPLITS", "NoOracleError", "Outcome", "OutcomeFields", "TextEnv"]
 
 SPLITS = ("train", "validation", "test")
 
@@ -52,6 +52,13 @@ _MAX_REDRAWS = 10_000
 every level is also a test level would otherwise loop forever)."""
 
 TaskId = int | str
+
+
+class NoOracleError(ValueError):
+    """:meth:`TextEnv.oracle_action` has no answer for this task and agent: the task's data holds
+    none (e.g. a coding problem published without a correct solution in the judged language).
+    The env still plays the task; only its reference policy cannot."""
+
 
 _NO_EXTRA: dict[str, Any] = {}
 """``infos`` entries of an :class:`Outcome` without ``info`` (never written to)."""
@@ -209,7 +216,8 @@ class TextEnv(AECEnv):
         """The text an optimal agent would write now (from the family's solver or ground truth).
 
         ``agent`` defaults to ``agent_selection``. The text is in the exact answer format the
-        prompt asks for, so it also serves as a supervised target for warm starts.
+        prompt asks for, so it also serves as a supervised target for warm starts. Raises
+        :class:`NoOracleError` where the task's data has no answer for ``agent``.
         """
         raise NotImplementedError
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from mas_envs.base import SPLITS
+from mas_envs.base import SPLITS, NoOracleError
 
 __all__ = [
     "BAD_ACTIONS",
@@ -578,9 +578,10 @@ def _says_str(message: str) -> bool:
 
 
 def _optional(call: Callable[[], str]) -> str | None:
+    """The reference action, or ``None`` where the env has none (or none for this task)."""
     try:
         return call()
-    except NotImplementedError:
+    except (NotImplementedError, NoOracleError):
         return None
 
 

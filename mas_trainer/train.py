@@ -230,7 +230,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
             train_ids[int(i)]
             for i in rng.integers(len(train_ids), size=cfg.optim.warmstart_episodes)
         ]
-        data = oracle_samples(
+        data, no_oracle = oracle_samples(
             make_env,
             tokenizers,
             policy_of,
@@ -270,6 +270,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
                 **m,
                 "warmstart/seconds": time.perf_counter() - t0,
                 "warmstart/samples": float(len(data)),
+                "warmstart/episodes_without_oracle": float(len(no_oracle)),
             },
             phase="warmstart",
         )

@@ -10,23 +10,37 @@ oracle's). Executing some random actions shows the model the states it will meet
 turns, and a planner prompt whose tool proposal is wrong, not only the perfect first turn (the idea
 of DAgger, with a fixed mixing rate).
 
+A task whose data holds no oracle answer (a CodeContests problem published without a correct
+Python solution: :class:`mas_envs.base.NoOracleError`) gives no samples; the warm start warns
+with their count and plays the others, and the RL phase still trains on every task.
+
 This is supervised learning, not RL: the training loop logs held-out success right after it, so
 a run shows separately what the warm start and what AT-GRPO contributed.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from mas_envs.base import TextEnv
+from mas_envs.base import NoOracleError, TextEnv
 from mas_trainer.learner import cosine_decay
 from mas_trainer.rollout import Tokenizers, encode_prompt, policy_tokenizers
 from mas_trainer.samples import TrainSample
 
-__all__ = ["cosine_lr", "oracle_samples", "warm_start"]
+__all__ = ["OracleSamples", "cosine_lr", "oracle_samples", "warm_start"]
+
+
+class OracleSamples(NamedTuple):
+    """What :func:`oracle_samples` played."""
+
+    samples: list[TrainSample]
+    """One per visited (state, agent) of the tasks that have an oracle."""
+    skipped: list[Any]
+    """The task ids (one entry per drawn episode) whose data has no oracle answer."""
 
 
 def oracle_samples(
@@ -40,7 +54,7 @@ def oracle_samples(
     system_message: bool = True,
     enable_thinking: bool = False,
     oracle_share: Mapping[str, float] | None = None,
-) -> list[TrainSample]:
+) -> OracleSamples:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
     Args:
@@ -59,41 +73,85 @@ def oracle_samples(
             shows it the oracle's answer only sometimes: what solves the task is left to RL.
 
     Returns:
-        Samples whose ``completion_ids`` are the oracle text followed by the end-of-turn token.
+        The samples, whose ``completion_ids`` are the oracle text followed by the end-of-turn
+        token, and the tasks skipped because the env has no oracle answer for them (warned).
+
+    Raises:
+        ValueError: No task of ``task_ids`` has an oracle answer.
     """
     tokenizers = policy_tokenizers(tokenizer, policy_of.values())
     env = make_env()
-    out = []
+    out: list[TrainSample] = []
+    skipped: list[Any] = []
+    reasons: list[str] = []
     for task_id in task_ids:
-        env.reset(options={"task_id": task_id})
-        for agent in env.agent_iter():
-            if env.terminations[agent] or env.truncations[agent]:
-                env.step(None)
-                continue
-            oracle = target = env.oracle_action(agent)
-            share = (oracle_share or {}).get(agent, 1.0)
-            if share < 1.0 and rng.random() >= share:
-                target = env.random_action(rng, agent)
-            tok: Any = tokenizers[policy_of[agent]]
-            ids = [*list(tok.encode(target, add_special_tokens=False)), tok.eos_token_id]
-            prompt = encode_prompt(
-                tok, env.observe(agent), system=system_message, enable_thinking=enable_thinking
+        try:
+            out += _episode(
+                env, task_id, tokenizers, policy_of, rng, explore=explore,
+                system_message=system_message, enable_thinking=enable_thinking,
+                oracle_share=oracle_share,
+            )  # fmt: skip
+        except NoOracleError as e:
+            skipped.append(task_id)
+            reasons.append(str(e))
+    if skipped and not out:
+        raise ValueError(
+            f"none of the {len(skipped)} warm-start episodes has an oracle answer (e.g. "
+            f"{reasons[0]}): the warm start needs training tasks with a reference solution; add "
+            "some to the training split or set --optim.warmstart_steps 0"
+        )
+    if skipped:
+        warnings.warn(
+            f"warm start: skipped {len(skipped)} of {len(task_ids)} episode(s) whose task has no "
+            f"oracle answer (e.g. {reasons[0]}); the RL phase still trains on them",
+            stacklevel=2,
+        )
+    return OracleSamples(out, skipped)
+
+
+def _episode(
+    env: TextEnv,
+    task_id: Any,
+    tokenizers: Mapping[str, Any],
+    policy_of: Mapping[str, str],
+    rng: np.random.Generator,
+    *,
+    explore: float,
+    system_message: bool,
+    enable_thinking: bool,
+    oracle_share: Mapping[str, float] | None,
+) -> list[TrainSample]:
+    """The samples of one episode of ``task_id`` (none if its oracle fails: NoOracleError)."""
+    out = []
+    env.reset(options={"task_id": task_id})
+    for agent in env.agent_iter():
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+            continue
+        oracle = target = env.oracle_action(agent)
+        share = (oracle_share or {}).get(agent, 1.0)
+        if share < 1.0 and rng.random() >= share:
+            target = env.random_action(rng, agent)
+        tok: Any = tokenizers[policy_of[agent]]
+        ids = [*list(tok.encode(target, add_special_tokens=False)), tok.eos_token_id]
+        prompt = encode_prompt(
+            tok, env.observe(agent), system=system_message, enable_thinking=enable_thinking
+        )
+        out.append(
+            TrainSample(
+                prompt_ids=prompt,
+                completion_ids=ids,
+                logprobs=[0.0] * len(ids),
+                reward=0.0,
+                group=(f"oracle/{task_id}", env.turn, agent),
+                role=agent,
+                policy=policy_of[agent],
             )
-            out.append(
-                TrainSample(
-                    prompt_ids=prompt,
-                    completion_ids=ids,
-                    logprobs=[0.0] * len(ids),
-                    reward=0.0,
-                    group=(f"oracle/{task_id}", env.turn, agent),
-                    role=agent,
-                    policy=policy_of[agent],
-                )
-            )
-            # The oracle's answer is played (a random one with probability explore), whatever the
-            # target: a role's random targets do not change the states the other roles see.
-            explored = rng.random() < explore
-            env.step(env.random_action(rng, agent) if explored else oracle)
+        )
+        # The oracle's answer is played (a random one with probability explore), whatever the
+        # target: a role's random targets do not change the states the other roles see.
+        explored = rng.random() < explore
+        env.step(env.random_action(rng, agent) if explored else oracle)
     return out
 
 

@@ -15,6 +15,7 @@ import pytest
 from hacks import HOSTILE_PROBE, LEAVE_GROUP, PROBES
 
 import mas_envs
+from mas_envs.base import SPLITS
 from mas_envs.code import judge as judge_mod
 from mas_envs.code.env import CodeEnv
 from mas_envs.code.judge import (
@@ -1129,3 +1130,19 @@ def test_a_forged_reply_to_the_checker_fails_the_script_test():
     case = Case("script", "assert candidate(1) == 'SECRET-0badc0de'")
     (res,) = run_requests([Request(program, (case,), "f")], Limits(timeout_s=5.0))[0]
     assert not res.passed, res
+
+
+def test_contract_checker_plays_data_with_problems_without_a_reference(tmp_path):
+    """``text_env_test`` on prepared CodeContests files, whose ``1002_B. Words`` has no Python 3
+    solution: where the oracle has no answer the checker plays another action (it raised)."""
+    pytest.importorskip("pyarrow")
+    from mas_envs.datasets import prepare
+    from mas_envs.test import text_env_test
+
+    prepare("codecontests", FIXTURES.parent / "datasets" / "codecontests", tmp_path)
+    files = {s: str(tmp_path / "codecontests" / f"{s}.jsonl") for s in SPLITS}
+    assert any(not p.reference for p in load_problems(files["train"]))
+    text_env_test(
+        lambda **kw: CodeEnv(problems=files, **kw),
+        num_episodes=4, max_steps=6, split_tasks=5, split_draws=5,
+    )  # fmt: skip

@@ -15,6 +15,7 @@ The quick suite runs one task's five variants and one 8B preset; ``-m slow`` run
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -53,20 +54,16 @@ def shrink(name: str, model_dir, out_dir) -> list[str]:
     """Overrides that shrink paper preset ``name`` to the CPU (see the module docstring)."""
     cfg = PRESETS[name]
     trains = cfg.optim.steps > 0
-    data: list[str] = []
-    if trains and cfg.env.id == "mas/Code-v0":
-        # The warm start plays the oracle, the reference program: the fixture's CodeContests
-        # training problem has none (as some published ones), so it warm-starts on APPS' only.
-        problems = {**cfg.env.options["problems"], "train": "data/apps/train.jsonl"}
-        data = ["--env.options", json.dumps({"problems": problems})]
+    # The warm start plays the oracle, the reference program: CodeContests' ``1002_B. Words``
+    # has none (as some published problems), so the code rows draw enough episodes to meet it.
+    episodes = "8" if trains and cfg.env.id == "mas/Code-v0" else "2"
     return [
-        *data,
         "--model.name", str(model_dir), "--model.device", "cpu", "--model.engine", "transformers",
         "--run.backend", "local", "--run.ray_sharding", "replicate",
         "--rollout.tasks_per_step", "2", "--rollout.max_new_tokens", "12",
         "--optim.steps", "1" if trains else "0",
         "--optim.warmstart_steps", "2" if trains else "0",
-        "--optim.warmstart_lr", repr(cfg.optim.lr), "--optim.warmstart_episodes", "2",
+        "--optim.warmstart_lr", repr(cfg.optim.lr), "--optim.warmstart_episodes", episodes,
         "--optim.warmstart_batch_size", "8",
         "--eval.episodes", "2", "--eval.select_every", "1" if trains else "0",
         "--eval.select_episodes", "2",
@@ -189,7 +186,9 @@ def test_paper_preset_shrunk_to_a_tiny_model_runs_and_trains(
         kept = {k: v for k, v in vars(getattr(preset, section)).items()
                 if k not in ("tasks_per_step", "max_new_tokens")}  # fmt: skip
         assert kept == {k: getattr(getattr(cfg, section), k) for k in kept}
-    summary = train(cfg)
+    skips = preset.optim.steps and preset.env.id == "mas/Code-v0"  # see shrink()
+    with pytest.warns(UserWarning, match="no oracle answer") if skips else nullcontext():
+        summary = train(cfg)
     run = tmp_path / name
     saved = json.loads((run / "config.json").read_text())
     assert saved["env"]["id"] == preset.env.id and saved["env"]["mode"] == preset.env.mode
@@ -216,6 +215,11 @@ def test_paper_preset_shrunk_to_a_tiny_model_runs_and_trains(
         assert rounded < 0.2 * total, (policy, rounded / total)
     if preset.optim.steps:
         assert summary["best_step"] == 1 and (run / "checkpoints" / "best").is_dir()
+    if skips:
+        logged = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+        warm = next(m for m in logged if "warmstart/episodes_without_oracle" in m)
+        # Skipped, not crashed: the other episodes still gave samples.
+        assert 0 < warm["warmstart/episodes_without_oracle"] < 8 and warm["warmstart/samples"]
     else:
         assert summary["success_final"] == summary["success_init"]
 

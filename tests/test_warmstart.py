@@ -88,7 +88,7 @@ def test_oracle_share_mixes_random_targets_for_one_role_and_plays_the_oracle():
     samples = oracle_samples(
         Recording, tok, {"caller": "shared", "echo": "shared"}, list(range(400)),
         rng=np.random.default_rng(0), explore=0.0, oracle_share={"caller": 0.25},
-    )  # fmt: skip
+    ).samples  # fmt: skip
 
     def hits(role: str) -> float:
         mine = [s for s in samples if s.role == role]
@@ -102,3 +102,40 @@ def test_oracle_share_mixes_random_targets_for_one_role_and_plays_the_oracle():
     assert played and all(action == oracle for _, action, oracle in played)
     with pytest.raises(ConfigError, match="warmstart_oracle_share"):
         build_config("plan-path-tiny", overrides=["--optim.warmstart_oracle_share", '{"tool": 2}'])
+
+
+def test_warm_start_skips_codecontests_problems_without_a_python_reference(tmp_path):
+    """A published CodeContests problem may have no correct Python 3 solution (the fixture's
+    ``1002_B. Words`` has only a Python 2 one): its oracle cannot play, the warm start skips it
+    with a warning, and the env still serves it to the RL phase."""
+    pytest.importorskip("pyarrow")
+    pytest.importorskip("transformers")
+    from pathlib import Path
+
+    from mas_envs.code.env import CodeEnv
+    from mas_envs.datasets import prepare
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.warmstart import oracle_samples
+
+    fixture = Path(__file__).parent / "fixtures" / "datasets" / "codecontests"
+    prepare("codecontests", fixture, tmp_path)
+    train = tmp_path / "codecontests" / "train.jsonl"
+
+    def make_env():
+        return CodeEnv(problems={"train": str(train)}, max_turns=1)
+
+    double, words = "codecontests/1000_A. Double", "codecontests/1002_B. Words"
+    assert {double, words} <= set(make_env().task_ids("train"))
+    tok, roles = build_byte_tokenizer(), {"coder": "shared", "tester": "shared"}
+    rng = np.random.default_rng(0)
+    with pytest.warns(UserWarning, match=r"skipped 2 of 3 episode\(s\).*'codecontests/1002_B"):
+        samples, skipped = oracle_samples(make_env, tok, roles, [words, double, words], rng=rng)
+    assert skipped == [words, words]
+    assert samples and {s.group[0] for s in samples} == {f"oracle/{double}"}
+    assert {s.role for s in samples} == {"coder", "tester"}
+    with pytest.raises(ValueError, match=r"none of the 1 warm-start episodes.*warmstart_steps 0"):
+        oracle_samples(make_env, tok, roles, [words], rng=rng)
+    env = make_env()  # RL still plays the problem: a model's program is judged as usual
+    env.reset(options={"task_id": words})
+    env.step("```python\nprint(len(input().split()))\n```")
+    assert env.infos["coder"]["pass_rate"] == 1.0

@@ -106,7 +106,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from mas_envs.base import SPLITS, Outcome, TextEnv
+from mas_envs.base import SPLITS, NoOracleError, Outcome, TextEnv
 from mas_envs.code import prompts
 from mas_envs.code.judge import (
     Case,
@@ -491,7 +491,7 @@ class CodeEnv(TextEnv):
         p = self._problem
         if agent == "coder":
             if not p.reference:
-                raise ValueError(f"problem {p.id!r} has no reference solution to act as oracle")
+                raise NoOracleError(f"problem {p.id!r} has no reference solution to act as oracle")
             return f"```python\n{p.reference.rstrip()}\n```"
         return prompts.format_cases(p, self._oracle_cases())
 

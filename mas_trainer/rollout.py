@@ -114,7 +114,7 @@ def encode_prompt(
     observation: Mapping[str, str],
     *,
     system: bool = True,
-    enable_thinking: bool = False,
+    enable_thinking: bool | None = False,
 ) -> list[int]:
     """Chat-format one agent observation (system text + user prompt) into prompt token ids.
 
@@ -122,13 +122,14 @@ def encode_prompt(
     the agent needs into its prompt. ``system=False`` leaves the system message out.
     ``enable_thinking`` goes to the chat template (``rollout.enable_thinking``): Qwen3's opens a
     thinking block unless it is false (then the prompt ends with an empty one); templates
-    without the switch ignore it.
+    without the switch ignore it. None passes nothing (the template's own default).
     """
     messages = [{"role": "user", "content": observation["prompt"]}]
     if system:
         messages.insert(0, {"role": "system", "content": observation["system"]})
+    switch = {} if enable_thinking is None else {"enable_thinking": enable_thinking}
     ids = tokenizer.apply_chat_template(
-        messages, add_generation_prompt=True, tokenize=True, enable_thinking=enable_thinking
+        messages, add_generation_prompt=True, tokenize=True, **switch
     )
     if isinstance(ids, Mapping) or hasattr(
         ids, "input_ids"

@@ -227,6 +227,24 @@ def test_chat_mode_sends_messages_returns_text(server):
     assert body["messages"] == msgs and body["temperature"] == 0.7 and body["top_p"] == 0.9
 
 
+def test_chat_mode_sends_the_thinking_switch_as_chat_template_kwargs(server):
+    """vLLM's server reads ``chat_template_kwargs`` into the template (Qwen3: thinking off);
+    None sends no such field, and a server that rejects it says what to pass instead."""
+    ok = (200, {"choices": [{"message": {"content": "x"}}]}, 0.0)
+    server.script = [ok, ok, ok]
+    eng, msgs = engine(server), [[{"role": "user", "content": "u"}]]
+    for thinking in (False, True, None):
+        assert eng.chat(msgs, GREEDY, enable_thinking=thinking) == ["x"]
+    sent = [r["body"].get("chat_template_kwargs") for r in server.requests]
+    assert sent == [{"enable_thinking": False}, {"enable_thinking": True}, None]
+    assert "chat_template_kwargs" not in server.requests[-1]["body"]
+    rejected = {"error": {"message": "Unrecognized request argument: chat_template_kwargs"}}
+    server.script = [(400, rejected, 0.0)]
+    with pytest.raises(OpenAIError, match=r"Unrecognized.*enable_thinking=None.*default") as err:
+        eng.chat(msgs, GREEDY, enable_thinking=False)
+    assert err.value.status == 400
+
+
 def test_model_info_and_bad_arguments(server):
     server.script = [(200, {"data": [{"id": "other"}, {"id": "tiny", "root": "/m"}]}, 0.0)]
     assert engine(server).model_info()["root"] == "/m"

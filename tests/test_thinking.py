@@ -1,6 +1,9 @@
 """``rollout.enable_thinking`` reaches every chat-template call, tested with a Qwen3-style template
 (``tests/qwen3_chat.py``): Qwen3 opens a thinking block unless the template gets
-``enable_thinking=False``, and the paper turns thinking off."""
+``enable_thinking=False``, and the paper turns thinking off. The paths: a run's warm start,
+rollouts and evaluations; mas-eval of a run folder (as trained), of a model folder, and of a
+served model in token mode (local template) and chat mode (the server's, by
+``chat_template_kwargs``)."""
 
 from __future__ import annotations
 
@@ -78,3 +81,89 @@ def test_every_phase_of_a_run_sends_the_configured_prompts(tmp_path, monkeypatch
     train(cfg)
     assert len(prompts) > 20 and sft_prompts
     assert {_ends_thinking_off(tok, p) for p in prompts + sft_prompts} == {not thinking}
+    # mas-eval on the run folder evaluates as the run was trained: its switch, unless told.
+    from mas_trainer.eval.cli import main as eval_main
+
+    run = next(tmp_path.glob("*/metrics.jsonl")).parent
+    same = ("--enable-thinking", str(thinking).lower())
+    for flag, off in (
+        ((), not thinking),
+        (same, not thinking),
+        (("--enable-thinking", "false"), True),
+    ):
+        prompts.clear()
+        argv = ["--env", "digit_env:DigitEnv", "--policy", str(run), "--episodes", "1", *flag]
+        assert eval_main(argv) == 0
+        assert prompts and {_ends_thinking_off(tok, p) for p in prompts} == {off}, flag
+
+
+def _spy_prompts(monkeypatch) -> list[list[int]]:
+    from mas_trainer.engines.transformers import TransformersEngine
+
+    prompts: list[list[int]] = []
+    generate = TransformersEngine.generate
+
+    def spy(self, batch, params, seed=None):
+        prompts.extend(batch)
+        return generate(self, batch, params, seed=seed)
+
+    monkeypatch.setattr(TransformersEngine, "generate", spy)
+    return prompts
+
+
+EVAL = ["--env", "mas/PlanPath-v0", "--episodes", "1", "--max-new-tokens", "2"]
+
+
+FLAGS = [
+    ((), True),
+    (("--enable-thinking", "true"), False),
+    (("--enable-thinking", "default"), False),
+]
+"""mas-eval's flags and whether the prompts then end thinking off (the template's default: on)."""
+
+
+@pytest.mark.parametrize("flag, off", FLAGS)
+def test_mas_eval_of_a_model_folder_passes_the_switch(tmp_path, monkeypatch, flag, off):
+    from mas_trainer.eval.cli import main
+
+    folder = save_qwen3_style_model(tmp_path / "qwen3-style")
+    prompts = _spy_prompts(monkeypatch)
+    assert main([*EVAL, "--policy", str(folder), *flag]) == 0
+    assert prompts and {_ends_thinking_off(qwen3_style_tokenizer(), p) for p in prompts} == {off}
+
+
+def test_mas_eval_openai_token_and_chat_modes_pass_the_switch(tmp_path):
+    """Token mode applies the local template with the switch; chat mode sends it to the server
+    (``chat_template_kwargs``), and ``default`` sends none."""
+    from test_openai_engine import FakeServer, completion_reply
+
+    from mas_trainer.eval.cli import main
+
+    folder = save_qwen3_style_model(tmp_path / "qwen3-style")
+    tok = qwen3_style_tokenizer()
+    server = FakeServer()
+
+    def reply(body):
+        if body is None:  # GET /models
+            return 200, {"data": [{"id": "tiny", "root": str(folder)}]}, 0.0
+        if "messages" in body:
+            return 200, {"choices": [{"message": {"content": "#### U"}}]}, 0.0
+        return 200, completion_reply(tok.encode("#### U", add_special_tokens=False)), 0.0
+
+    server.default = reply
+    served = [*EVAL, "--policy", "openai:tiny", "--base-url", server.url]
+    tokens = [*served, "--openai-mode", "tokens", "--tokenizer", str(folder)]
+    try:
+        for flag, off in (((), True), (("--enable-thinking", "true"), False)):
+            server.requests.clear()
+            assert main([*tokens, *flag]) == 0
+            sent = [r["body"]["prompt"] for r in server.requests if r["path"] == "/v1/completions"]
+            assert sent and {_ends_thinking_off(tok, p) for p in sent} == {off}, flag
+        sends = (((), {"enable_thinking": False}), (("--enable-thinking", "default"), None))
+        for flag, kwargs in sends:
+            server.requests.clear()
+            assert main([*served, *flag]) == 0
+            chats = [r["body"] for r in server.requests if r["path"] == "/v1/chat/completions"]
+            assert chats and all(b.get("chat_template_kwargs") == kwargs for b in chats), flag
+    finally:
+        server.close()

@@ -13,7 +13,10 @@ Two modes, chosen by the method you call:
 * **Text mode** (:meth:`OpenAIEngine.chat`): chat messages to ``POST {base_url}/chat/completions``
   and the reply text back. Any chat endpoint works; the server applies its own chat template, so
   the exact prompt tokens are the server's business (a result file records ``chat_template_sha256:
-  null`` for such entries).
+  null`` for such entries). The template's thinking switch (Qwen3's ``enable_thinking``) goes to
+  the server as ``"chat_template_kwargs": {"enable_thinking": ...}``, the extra field vLLM's and
+  SGLang's servers read; ``enable_thinking=None`` sends no such field (hosted APIs reject it).
+  In token mode the caller applies the template, switch included, before the ids are sent.
 
 Every request has a timeout (seconds, per socket operation), is retried with exponential backoff
 (jitter from the engine's own generator) on connection errors, timeouts, HTTP 429 and 5xx and on
@@ -233,14 +236,36 @@ class OpenAIEngine:
         conversations: Sequence[Sequence[Mapping[str, str]]],
         params: SamplingParams,
         seed: int | None = None,
+        *,
+        enable_thinking: bool | None = None,
     ) -> list[str]:
-        """Text mode: the reply text to each conversation (a list of ``{"role", "content"}``)."""
+        """Text mode: the reply text to each conversation (a list of ``{"role", "content"}``).
+
+        ``enable_thinking`` (not None) is sent as ``chat_template_kwargs`` for the server's chat
+        template; None leaves the template's own default (a server that rejects the field needs
+        None: its HTTP 400 says so).
+        """
         base = self._sampling(params, seed)
         if self.stop:
             base["stop"] = self.stop
+        if enable_thinking is not None:
+            base["chat_template_kwargs"] = {"enable_thinking": bool(enable_thinking)}
 
         def one(messages: Sequence[Mapping[str, str]]) -> str:
-            reply = self.request("POST", "/chat/completions", {**base, "messages": list(messages)})
+            try:
+                reply = self.request(
+                    "POST", "/chat/completions", {**base, "messages": list(messages)}
+                )
+            except OpenAIError as e:
+                if e.status == 400 and "chat_template_kwargs" in base:
+                    raise OpenAIError(
+                        f"{e} (the request carried chat_template_kwargs={{'enable_thinking': "
+                        f"{enable_thinking}}}: a server that rejects that field needs "
+                        "enable_thinking=None, mas-eval --enable-thinking default)",
+                        status=e.status,
+                        attempts=e.attempts,
+                    ) from None
+                raise
             try:
                 content = reply["choices"][0]["message"]["content"]
             except (KeyError, IndexError, TypeError):

@@ -145,6 +145,14 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="leave the env's system text out of the prompt (default: as a run was trained)",
     )
+    dec.add_argument(
+        "--enable-thinking",
+        choices=["true", "false", "default"],
+        help="the chat template's thinking switch (Qwen3's enable_thinking), for local templates "
+        "and an openai: server's (sent as chat_template_kwargs in chat mode): false is the "
+        "paper's setting; default passes nothing (the template's own default; for hosted APIs "
+        "that reject chat_template_kwargs). Default: a run's rollout.enable_thinking, else false",
+    )
     dec.add_argument("--device", default="cpu", metavar="DEV", help="torch device of local models")
     dec.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
     dec.add_argument(
@@ -234,8 +242,11 @@ def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[st
 
     run = find_run(args.policy)
     system_message = not args.no_system_message
+    thinking = {"true": True, "false": False, "default": None}.get(args.enable_thinking, False)
     if run is not None:  # evaluate as it was trained, unless the command line says otherwise
         system_message = system_message and run.config["rollout"].get("system_message", True)
+        if args.enable_thinking is None:  # a run made before the switch existed: False
+            thinking = run.config["rollout"].get("enable_thinking", False)
     max_new_tokens = args.max_new_tokens
     if max_new_tokens is None and args.policy not in REFERENCE_POLICIES:
         max_new_tokens, source = default_max_new_tokens(args.policy, env_ids)
@@ -247,6 +258,7 @@ def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[st
     options = {
         "max_new_tokens": max_new_tokens,
         "system_message": system_message,
+        "enable_thinking": thinking,
         "seed": args.seed,
         "device": args.device,
         "dtype": args.dtype,

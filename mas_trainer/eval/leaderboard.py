@@ -345,6 +345,7 @@ def verify(
         kwargs.update(
             max_new_tokens=sampling["max_tokens"],
             system_message=sampling.get("system_message", True),
+            enable_thinking=sampling.get("enable_thinking", False),  # older files: the default
             device=device,
             dtype=result["model"].get("dtype", "float32"),
         )

@@ -87,12 +87,13 @@ def engine_actor(
     *,
     system_message: bool,
     seed: int = 0,
-    enable_thinking: bool = False,
+    enable_thinking: bool | None = False,
 ) -> Actor:
     """Token-in/token-out engines, one ``generate`` call per policy (in order of first appearance
     among the pending actions), prompts in episode order. ``tokenizer`` is shared, or one per
     policy name (a team of different base models: each policy's prompts in its own tokens);
-    ``enable_thinking`` goes to the chat template (off: the paper's setting, as in training)."""
+    ``enable_thinking`` goes to the chat template (off: the paper's setting, as in training;
+    None: the template's default)."""
     from mas_trainer.rollout import encode_prompt, policy_tokenizers
 
     tokenizers = policy_tokenizers(tokenizer, policy_of.values())
@@ -118,8 +119,16 @@ def engine_actor(
     return act
 
 
-def chat_actor(engine: Any, params: SamplingParams, *, system_message: bool, seed: int) -> Actor:
-    """Text mode: chat messages to an OpenAI-compatible chat endpoint, text back."""
+def chat_actor(
+    engine: Any,
+    params: SamplingParams,
+    *,
+    system_message: bool,
+    seed: int,
+    enable_thinking: bool | None = False,
+) -> Actor:
+    """Text mode: chat messages to an OpenAI-compatible chat endpoint, text back; the server's
+    chat template gets ``enable_thinking`` (None: its own default)."""
 
     def act(items: list[Item]) -> list[str]:
         convs = []
@@ -128,7 +137,7 @@ def chat_actor(engine: Any, params: SamplingParams, *, system_message: bool, see
             if system_message:
                 msgs.insert(0, {"role": "system", "content": obs["system"]})
             convs.append(msgs)
-        return engine.chat(convs, params, seed=seed)
+        return engine.chat(convs, params, seed=seed, enable_thinking=enable_thinking)
 
     return act
 
@@ -198,6 +207,7 @@ def resolve_policy(
     max_new_tokens: int | None = None,
     seed: int = 0,
     system_message: bool = True,
+    enable_thinking: bool | None = False,
     role_map: Mapping[str, str] | None = None,
     device: str = "cpu",
     dtype: str = "float32",
@@ -218,6 +228,9 @@ def resolve_policy(
             (:func:`default_max_new_tokens` picks one).
         seed: Seed of the random policy and of ``tiny:<preset>`` initialisation.
         system_message: Send the env's system text as a system message.
+        enable_thinking: The chat template's thinking switch (Qwen3's), for local templates and
+            an ``openai:`` server's alike (``chat_template_kwargs`` in chat mode); False is the
+            paper's and the presets' setting; None passes nothing (the template's default).
         role_map: ``{role: policy_role}``: play ``role`` with the policy that plays
             ``policy_role`` (the paper's swapped-roles ablation; trained policies only).
         device: torch device of local models.
@@ -262,6 +275,7 @@ def resolve_policy(
         "top_p": 1.0,
         "max_tokens": max_new_tokens,
         "system_message": system_message,
+        "enable_thinking": enable_thinking,
         "seed": seed,
     }
     if policy.startswith("openai:"):
@@ -273,6 +287,7 @@ def resolve_policy(
             role_map=role_map,
             seed=seed,
             system_message=system_message,
+            enable_thinking=enable_thinking,
             base_url=base_url,
             api_key_env=api_key_env,
             openai_mode=openai_mode,
@@ -296,7 +311,10 @@ def resolve_policy(
         "device": device,
     }
     info = {"spec": policy, "kind": kind, "seed": seed, "policy_of": policy_of}
-    act = engine_actor(engines, tok, policy_of, params, system_message=system_message, seed=seed)
+    act = engine_actor(
+        engines, tok, policy_of, params, system_message=system_message, seed=seed,
+        enable_thinking=enable_thinking,
+    )  # fmt: skip
     return PolicySetup(act, info, model, sampling)
 
 
@@ -368,6 +386,7 @@ def _openai_policy(
     role_map: Mapping[str, str] | None,
     seed: int,
     system_message: bool,
+    enable_thinking: bool | None,
     base_url: str | None,
     api_key_env: str,
     openai_mode: str,
@@ -402,15 +421,19 @@ def _openai_policy(
     }
     if openai_mode == "chat":
         model.update(weights_sha256=None, chat_template_sha256=None)
-        act = chat_actor(engine, params, system_message=system_message, seed=seed)
+        act = chat_actor(
+            engine, params, system_message=system_message, seed=seed,
+            enable_thinking=enable_thinking,
+        )  # fmt: skip
         return PolicySetup(act, info, model, sampling)
     from mas_trainer.models import load_tokenizer
 
     served_tok = load_tokenizer(tokenizer or "")
     model.update(weights_sha256=None, chat_template_sha256=_text_hash(served_tok.chat_template))
     act = engine_actor(
-        {"shared": engine}, served_tok, shared, params, system_message=system_message, seed=seed
-    )
+        {"shared": engine}, served_tok, shared, params, system_message=system_message, seed=seed,
+        enable_thinking=enable_thinking,
+    )  # fmt: skip
     return PolicySetup(act, info, model, sampling)
 
 

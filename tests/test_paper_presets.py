@@ -254,3 +254,52 @@ def test_reproduce_page_shows_the_current_tables(tmp_path):
     stale.write_text(page.read_text().replace("| 128 x 4 |", "| 64 x 4 |", 1))
     done = subprocess.run([*script, "--check", str(stale)], capture_output=True, text=True)
     assert done.returncode == 1 and "lacks the current mapping table" in done.stdout
+
+
+def _commands(page: str, program: str) -> list[list[str]]:
+    """The ``program`` command lines of a docs page: its bash blocks (continuations joined,
+    comments dropped) and its inline code spans."""
+    import re
+    import shlex
+
+    lines = []
+    for block in re.findall(r"```bash\n(.*?)```", page, flags=re.S):
+        lines += block.replace("\\\n", " ").splitlines()
+    lines += re.findall(r"`([^`\n]+)`", re.sub(r"```.*?```", "", page, flags=re.S))
+    words = [shlex.split(line, comments=True) for line in lines]
+    return [w[1:] for w in words if len(w) > 1 and w[0] == program]  # not the bare name
+
+
+def test_reproduce_page_names_real_presets_and_its_commands_parse(capsys):
+    """Every preset the page names exists, and every mas-train and mas-eval command on it
+    parses as written (mas-train's own config parser, --print-config: a dry run)."""
+    import re
+
+    from mas_envs import list_envs
+    from mas_trainer.cli import train_main
+    from mas_trainer.config import config_to_dict
+    from mas_trainer.eval.cli import _check, _parser
+    from mas_trainer.eval.suite import SUITES
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "reproduce.md").read_text()
+    named = set(re.findall(r"`([a-z-]+-qwen3-[0-9.]+b[a-z-]*)`", page))
+    assert named and named <= set(PRESETS), sorted(named - set(PRESETS))
+    trains = _commands(page, "mas-train")
+    assert len(trains) >= 6
+    for argv in trains:
+        assert argv[0] in PRESETS, argv
+        capsys.readouterr()
+        assert train_main([*argv, "--print-config"]) == 0, (argv, capsys.readouterr().err)
+        resolved = json.loads(capsys.readouterr().out)
+        if argv == ["plan-path-qwen3-1.7b", "--algo.policy_map", "shared"]:  # "the same as"
+            shared = config_to_dict(PRESETS["plan-path-qwen3-1.7b-shared"])
+            assert {**resolved, "preset": None} == {**shared, "preset": None}
+    evals = _commands(page, "mas-eval")
+    assert len(evals) >= 5
+    parser = _parser()
+    for argv in evals:
+        args = parser.parse_args(argv)
+        _check(parser, args)
+        assert args.env in list_envs() if args.env else args.suite in SUITES, argv
+        assert isinstance(json.loads(args.env_options or "{}"), dict), argv
+    assert (Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.sh").is_file()

@@ -361,6 +361,9 @@ def test_real_vllm_server_tokens_and_chat(tmp_path):
             assert all(math.isfinite(x) for x in s_.logprobs)
         texts = eng.chat([[{"role": "user", "content": "hello"}]], params)
         assert isinstance(texts[0], str)
+        # The thinking switch as vLLM's server takes it (chat_template_kwargs): accepted.
+        off = eng.chat([[{"role": "user", "content": "hello"}]], params, enable_thinking=False)
+        assert off == texts  # this template has no switch: the same prompt, greedy
         # A benchmark suite through the server in token mode records the served model and template.
         from mas_trainer.eval.suite import run_suite
 

@@ -1,15 +1,15 @@
 """The sandbox's share of an RL step on a code-tool run, cold vs the warm pool, in one run.
 
 Trains ``--preset`` (default ``plan-path-tiny``, the CPU default run) on ``--env`` (default
-``mas/PlanPathCode-v0``: the tool agent answers with a program, run in the sandbox for every
-candidate) with one warm start, then ``--steps`` RL steps that alternate between cold runs
+``mas/PlanPathCode-v1``, the default run's env: the tool agent answers with a program, run in the
+sandbox for every candidate) with one warm start, then ``--steps`` RL steps that alternate between cold runs
 (``MAS_SANDBOX_POOL=off``) and the warm pool, so that both see the same model, the same load and
 the same kind of programs. For every step it records the step's time (``perf/step_s``), the wall
 time of the step's sandbox calls (``run_python``/``run_many``, as the caller waits for them) and
 how many programs ran; it prints the medians per arm and the sandbox's share of the step.
 
     python benchmarks/bench_rl_sandbox.py [--steps 12] [--preset plan-path-tiny]
-        [--env mas/PlanPathCode-v0] [-- --optim.warmstart_steps 400 ...]
+        [--env mas/PlanPathCode-v1] [-- --optim.warmstart_steps 400 ...]
 
 Extra arguments after ``--`` are ``mas-train`` overrides.
 """
@@ -53,7 +53,7 @@ class _Meter:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--preset", default="plan-path-tiny")
-    ap.add_argument("--env", default="mas/PlanPathCode-v0")
+    ap.add_argument("--env", default="mas/PlanPathCode-v1")
     ap.add_argument("--steps", type=int, default=12, help="RL steps (half cold, half pooled)")
     ap.add_argument("overrides", nargs="*", help="mas-train overrides, after --")
     args = ap.parse_args()

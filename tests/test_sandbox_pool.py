@@ -143,6 +143,10 @@ PARITY = [
     "threading.Thread(target=late).start()\nprint('main done')",
     "import atexit\natexit.register(print, 'bye from atexit')\nprint('hi')",
     "import atexit\ndef bad():\n    raise ValueError('boom')\natexit.register(bad)\nprint('x')",
+    # The pool runs the interpreter's callbacks at exit, whichever atexit module registered them
+    "import atexit, sys\natexit.register(print, 'still runs')\ndel sys.modules['atexit']\n"
+    "import atexit as again\nagain.register(print, 'second module')\nprint(atexit is again)",
+    "import atexit\natexit.register(print, 'cleared')\natexit._clear()\nprint('none at exit')",
     "class A:\n    def __del__(self):\n        print('del A')\na = A()\nprint('end')",
     "out = open(1, 'w')\nout.write('written, never flushed by the program\\n')",
     "import sys\nsys.stdout.write('no newline')",
@@ -429,6 +433,27 @@ def test_a_run_whose_worker_dies_ends_and_the_pool_goes_on(one_worker):
     assert res.stdout == "started\n"
     assert _survivors(mark) == []
     assert run_python("print(4)").stdout == "4\n"
+
+
+def test_stopping_a_run_kills_its_program_at_once_not_only_its_init():
+    """A timeout or the output limit SIGKILLs the program's own process, as a cold run's group
+    kill does: the init's exit kills the rest of its namespace later, and on a loaded machine a
+    program still writing its output got to finish (exit 0 instead of -9 at the output limit)."""
+    procs = [subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(60)"])]
+    procs.append(subprocess.Popen([sys.executable, "-S", "-c", "import time; time.sleep(60)"]))
+    init, program = procs
+    child = pool._Child(None, b"", None, None, 0.0)  # type: ignore[arg-type]
+    child.pidfd, child.prog_pidfd = os.pidfd_open(init.pid), os.pidfd_open(program.pid)
+    try:
+        child.kill()
+        assert program.wait(10) == -signal.SIGKILL and init.wait(10) == -signal.SIGKILL
+        assert child.killed
+    finally:
+        for fd in (child.pidfd, child.prog_pidfd):
+            os.close(fd)
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 @needs_pool

@@ -247,11 +247,18 @@ class _Child:
     busy: bool = False  # a caller is using it
 
     def kill(self) -> None:
-        """SIGKILL the init: the kernel kills every process in the run's pid namespace."""
+        """SIGKILL the program's process and the init: the kernel kills every other process in
+        the run's pid namespace as the init exits.
+
+        The program's process first and directly, as a cold run's group kill does: the init's
+        exit kills the rest asynchronously, and on a loaded machine a program still writing its
+        output could otherwise finish (exit 0) before it is reached.
+        """
         self.killed = True
-        if self.pidfd is not None:
-            with contextlib.suppress(ProcessLookupError, OSError):
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        for fd in (self.prog_pidfd, self.pidfd):
+            if fd is not None:
+                with contextlib.suppress(ProcessLookupError, OSError):
+                    signal.pidfd_send_signal(fd, signal.SIGKILL)
 
     def end(self) -> None:
         """Return once no process of the run is left (its init may still be exiting)."""
@@ -337,6 +344,7 @@ class _Worker:
     proc: subprocess.Popen[bytes]
     ctl: socket.socket
     group: cgroup.RunCgroup
+    init_pidfd: int | None  # bubblewrap's init (pid 1 of the worker's pid namespace)
     children: dict[bytes, _Child] = dataclasses.field(default_factory=dict)
     ready: bool = False
     alive: bool = True
@@ -542,20 +550,24 @@ class _Pool:
             theirs.close()
             for fd in (stdin_fd, *child_fds):
                 os.close(fd)
+        init_pidfd = None
         try:
             deadline = time.monotonic() + runner.STARTUP_GRACE_S
-            held = runner._fill_cgroup(proc, group, info_r, block_w, deadline)
+            init_pid = runner._fill_cgroup(proc, group, info_r, block_w, deadline)
+            if init_pid:
+                with contextlib.suppress(OSError):
+                    init_pidfd = os.pidfd_open(init_pid)
         finally:
             os.close(info_r)
             os.close(block_w)
-        worker = _Worker(index, proc, ctl, group)
+        worker = _Worker(index, proc, ctl, group, init_pidfd)
         self.workers.append(worker)
         assert proc.stdout is not None and proc.stderr is not None
         self.sel.register(ctl, selectors.EVENT_READ, functools.partial(self._on_ctl, worker))
         for pipe in (proc.stdout, proc.stderr):
             os.set_blocking(pipe.fileno(), False)
             self.sel.register(pipe, selectors.EVENT_READ, self._on_output)
-        if not held:
+        if not init_pid:
             self._worker_died(worker, "bubblewrap did not start")
 
     def _on_output(self, pipe) -> None:
@@ -775,6 +787,8 @@ class _Pool:
         fds = [self.wake_r, self.wake_w, self.watchdog.fd]
         for worker in self.workers:
             fds.append(worker.ctl.fileno())
+            if worker.init_pidfd is not None:
+                fds.append(worker.init_pidfd)
             fds += [p.fileno() for p in (worker.proc.stdout, worker.proc.stderr) if p]
             worker.proc.returncode = 0  # not our child: never wait for it
             for child in worker.children.values():
@@ -793,16 +807,25 @@ _pool_ids = itertools.count()
 
 
 def _stop(worker: _Worker) -> None:
-    """End a worker whose control socket is closed; remove its cgroup.
+    """End a worker whose control socket is closed; return once none of its processes is left.
 
     Its zygote exits on the closed socket, bubblewrap's init then, and bubblewrap reaps it:
     killing them all at once instead would leave the init to the machine's init to reap.
+    bubblewrap itself exits as soon as its init has *begun* to exit, while the kernel may still
+    be killing the processes of the init's pid namespace (every run's init and program are in
+    it, nested): so wait for the init itself (its pidfd is readable only once that namespace is
+    empty), and remove the cgroups after that.
     """
     try:
         worker.proc.wait(2)
     except subprocess.TimeoutExpired:
         worker.group.kill_all()  # bubblewrap, its init, the zygote: the worker's pid ns goes
         worker.proc.wait()
+    if worker.init_pidfd is not None:
+        if not select.select([worker.init_pidfd], [], [], 10.0)[0]:
+            log.warning("mas_envs.sandbox: a pool worker's init did not exit; killing its cgroup")
+        os.close(worker.init_pidfd)
+        worker.init_pidfd = None
     worker.group.kill_all()
     for pipe in (worker.proc.stdout, worker.proc.stderr):
         if pipe is not None:

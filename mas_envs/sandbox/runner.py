@@ -520,10 +520,10 @@ def _fill_cgroup(
     info_fd: int,
     block_fd: int,
     deadline: float,
-) -> bool:
+) -> int:
     """Put bubblewrap and its (waiting) namespace init into ``group``, then let it go on.
 
-    Returns ``False`` when bubblewrap failed or stalled before reporting its init's pid.
+    Returns the init's pid, or 0 when bubblewrap failed or stalled before reporting it.
     """
     buf = b""
     with selectors.DefaultSelector() as sel:
@@ -531,11 +531,11 @@ def _fill_cgroup(
         while b"}" not in buf:
             left = deadline - time.monotonic()
             if left <= 0:
-                return False
+                return 0
             if sel.select(left):
                 chunk = os.read(info_fd, 4096)
                 if not chunk:
-                    return False  # bubblewrap exited; its stderr says why
+                    return 0  # bubblewrap exited; its stderr says why
                 buf += chunk
     try:
         init_pid = int(json.loads(buf)["child-pid"])
@@ -543,8 +543,8 @@ def _fill_cgroup(
         group.add(init_pid)
         os.write(block_fd, b"x")
     except (ValueError, KeyError, TypeError, OSError):
-        return False
-    return True
+        return 0
+    return init_pid
 
 
 class _Pipes(Protocol):

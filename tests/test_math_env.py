@@ -181,6 +181,20 @@ def test_a_slow_answer_is_unverifiable_in_bounded_time_on_the_main_thread(backen
     assert verify.compare_answers("\\sqrt{8}", "2\\sqrt{2}", backend) == "equal"
 
 
+def test_an_alarm_that_comes_after_the_grading_is_a_no_op():
+    # Under load a repeat of the interval timer came while the timer was being turned off, and
+    # its _Overrun escaped into the caller (a quick suite failed in pytest's own code).
+    assert verify._with_alarm(lambda: True, 5.0) == "equal"
+    verify._on_alarm(signal.SIGALRM, None)  # the late alarm: nothing happens
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+    def overruns() -> bool:
+        verify._on_alarm(signal.SIGALRM, None)
+        return True
+
+    assert verify._with_alarm(overruns, 5.0) == "unverifiable"
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_slow_answer_is_unverifiable_in_bounded_time_off_the_main_thread(backend, monkeypatch):
     # Off the main thread no SIGALRM: a grader worker process runs it, killed when it overruns.

@@ -285,8 +285,14 @@ class _Overrun(BaseException):
     """Raised by the alarm; a BaseException, so sympy's ``except Exception`` cannot swallow it."""
 
 
+class _Alarm:
+    armed = False
+    """Whether an alarm raises now: only while :func:`_with_alarm` runs its function."""
+
+
 def _on_alarm(signum: int, frame: Any) -> None:
-    raise _Overrun
+    if _Alarm.armed:
+        raise _Overrun
 
 
 def _alarm_free() -> bool:
@@ -301,17 +307,26 @@ def _alarm_free() -> bool:
 def _with_alarm(fn: Callable[[], bool], timeout: float) -> Outcome:
     """``fn()`` under an interval timer on the main thread; ``"unverifiable"`` when it overruns."""
     old = signal.signal(signal.SIGALRM, _on_alarm)
+    outcome: Outcome = "unverifiable"
     try:
+        _Alarm.armed = True
         # The interval re-raises every 50 ms in case a library catches BaseException once.
         signal.setitimer(signal.ITIMER_REAL, timeout, 0.05)
-        try:
-            return "equal" if fn() else "different"
-        finally:
-            signal.setitimer(signal.ITIMER_REAL, 0.0)
+        outcome = "equal" if fn() else "different"
     except _Overrun:
-        return "unverifiable"
+        pass
     finally:
+        # An alarm can come at any point until the flag is down (under load a second one came
+        # before the timer was off, and raised in the caller); from then on it is a no-op.
+        while True:
+            try:
+                _Alarm.armed = False
+                break
+            except _Overrun:
+                continue
+        signal.setitimer(signal.ITIMER_REAL, 0.0)
         signal.signal(signal.SIGALRM, old)
+    return outcome
 
 
 def _bounded(gold: str, pred: str, backend: str, timeout: float) -> Outcome:

@@ -16,7 +16,9 @@ Presets (``build_tiny_model(preset)`` or ``load_model("tiny:<preset>")``):
   tokenizer's 259 tokens (as with real Qwen checkpoints); ids past 258 decode to nothing.
 
 The chat template has no ``<think>`` block (Qwen3 with thinking off writes an empty one; a byte
-model would pay 17 prompt tokens per call for it). Prompts are encoded with :func:`chat_prompt_ids`.
+model would pay 17 prompt tokens per call for it). Runs encode prompts with
+:func:`mas_trainer.rollout.encode_prompt` (which passes the thinking switch);
+:func:`chat_prompt_ids` encodes a plain message list.
 """
 
 from __future__ import annotations

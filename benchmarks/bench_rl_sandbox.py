@@ -2,11 +2,12 @@
 
 Trains ``--preset`` (default ``plan-path-tiny``, the CPU default run) on ``--env`` (default
 ``mas/PlanPathCode-v1``, the default run's env: the tool agent answers with a program, run in the
-sandbox for every candidate) with one warm start, then ``--steps`` RL steps that alternate between cold runs
-(``MAS_SANDBOX_POOL=off``) and the warm pool, so that both see the same model, the same load and
-the same kind of programs. For every step it records the step's time (``perf/step_s``), the wall
-time of the step's sandbox calls (``run_python``/``run_many``, as the caller waits for them) and
-how many programs ran; it prints the medians per arm and the sandbox's share of the step.
+sandbox for every candidate) with one warm start, then ``--steps`` RL steps that alternate
+between cold runs (``MAS_SANDBOX_POOL=off``) and the warm pool, so that both see the same model,
+the same load and the same kind of programs. For every step it records the step's time
+(``perf/step_s``), the wall time of the step's sandbox calls (``run_python``/``run_many``, as
+the caller waits for them) and how many programs ran; it prints the medians per arm and the
+sandbox's share of the step.
 
     python benchmarks/bench_rl_sandbox.py [--steps 12] [--preset plan-path-tiny]
         [--env mas/PlanPathCode-v1] [-- --optim.warmstart_steps 400 ...]

@@ -10,6 +10,8 @@ Presets (``build_tiny_model(preset)`` or ``load_model("tiny:<preset>")``):
 
 - ``"tiny"``: ~0.5M parameters (hidden 128, 2 layers); learns Plan-Path's answer format on a CPU in
   minutes.
+- ``"tiny-bpe"``: ``"tiny"``'s shape on the ``planpath-bpe`` tokenizer (1024 tokens, trained in
+  code on Plan-Path's texts: :func:`build_planpath_tokenizer`); the default run's model.
 - ``"small"``: ~10M parameters (hidden 256, 10 layers).
 - ``"qwen3-1.7b-shape"``: Qwen3-1.7B's exact shape (hidden 2048, 28 layers, vocab 151936) with
   random weights, to measure GPU speed without a download. Its vocabulary is larger than the byte
@@ -266,13 +268,28 @@ def stop_token_ids(tokenizer: PreTrainedTokenizerBase) -> list[int]:
     return sorted(i for i in ids if i is not None)
 
 
+def tiny_tokenizer(preset: str) -> PreTrainedTokenizerBase:
+    """The tokenizer of a named preset (``TinyPreset.tokenizer``): the one
+    :func:`build_tiny_model` pairs with the model, and what ``load_tokenizer("tiny:<preset>")``
+    returns.
+
+    Raises:
+        ValueError: ``preset`` is not one of ``PRESETS``.
+    """
+    if preset not in PRESETS:
+        raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
+    if PRESETS[preset].tokenizer == "planpath-bpe":
+        return build_planpath_tokenizer()
+    return build_byte_tokenizer()
+
+
 def tiny_config(preset: str, tokenizer: PreTrainedTokenizerBase) -> Any:
     """The ``Qwen3Config`` of a named preset (tied embeddings, RoPE theta 1e6 as in Qwen3).
 
     Args:
         preset: One of ``PRESETS``.
-        tokenizer: The byte tokenizer (pad and eos ids; the vocabulary size unless the preset fixes
-            one).
+        tokenizer: The preset's tokenizer (pad and eos ids; the vocabulary size unless the
+            preset fixes one).
     """
     require("transformers", purpose="mas_trainer's models")
     from transformers import Qwen3Config
@@ -300,7 +317,7 @@ def tiny_config(preset: str, tokenizer: PreTrainedTokenizerBase) -> Any:
 def build_tiny_model(
     preset: str = "tiny", seed: int = 0, dtype: torch.dtype | None = None, device: str = "cpu"
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """Build a randomly initialised Qwen3 causal LM and the byte tokenizer, without any download.
+    """Build a randomly initialised Qwen3 causal LM and its preset's tokenizer, without a download.
 
     Args:
         preset: One of ``PRESETS`` (``"tiny"``, ``"small"``, ``"qwen3-1.7b-shape"``).
@@ -317,12 +334,7 @@ def build_tiny_model(
     import torch
     from transformers import Qwen3ForCausalLM
 
-    if preset not in PRESETS:
-        raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
-    if PRESETS[preset].tokenizer == "planpath-bpe":
-        tokenizer = build_planpath_tokenizer()
-    else:
-        tokenizer = build_byte_tokenizer()
+    tokenizer = tiny_tokenizer(preset)
     config = tiny_config(preset, tokenizer)
     dev = torch.device(device)
     # Weight init draws from the global torch RNG; fork it so the caller's stream is untouched.
@@ -392,10 +404,12 @@ def load_model(
 
 
 def load_tokenizer(name_or_path: str) -> PreTrainedTokenizerBase:
-    """The tokenizer of a model folder or hub id (``tiny:<preset>``: the byte tokenizer), with a
-    pad token (left-padded batched generation needs one; its positions are masked out anyway)."""
+    """The tokenizer of a model folder or hub id (``tiny:<preset>``: that preset's,
+    :func:`tiny_tokenizer`), with a pad token (left-padded batched generation needs one; its
+    positions are masked out anyway). It is the tokenizer :func:`load_model` returns with the
+    model of the same name (the Ray driver builds its policies' tokenizers with it)."""
     if name_or_path.startswith("tiny:"):
-        return build_byte_tokenizer()
+        return tiny_tokenizer(name_or_path.removeprefix("tiny:"))
     require("transformers", purpose="mas_trainer's models")
     from transformers import AutoTokenizer
 

@@ -73,10 +73,20 @@ __all__ = ["train"]
 def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any]:
     """Run AT-GRPO as configured; return the run summary (also written to ``summary.json``).
 
+    On ``run.backend=ray`` the run's actors and resource pools are freed when it ends (or fails);
+    the cluster stays up.
+
     Args:
         cfg: The resolved config.
         run_path: The run folder (default: ``run.resume`` or ``run.out_dir/run.name``).
     """
+    with contextlib.ExitStack() as at_exit:
+        return _train(cfg, run_path, at_exit)
+
+
+def _train(
+    cfg: TrainConfig, run_path: str | Path | None, at_exit: contextlib.ExitStack
+) -> dict[str, Any]:
     import torch
     from tqdm import tqdm
 
@@ -123,6 +133,7 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         from mas_trainer.distributed.build import build_ray_policies
 
         on_ray = build_ray_policies(cfg, names, ckpt)
+        at_exit.callback(on_ray.shutdown)
         policies, rollout_cls = on_ray.policies, on_ray.rollout_class
     else:
         policies = build_policies(cfg, names, ckpt)

@@ -20,6 +20,7 @@ from mas_trainer.models import (  # noqa: E402
     chat_prompt_ids,
     count_parameters,
     load_model,
+    load_tokenizer,
     stop_token_ids,
     tiny_config,
 )
@@ -80,6 +81,20 @@ def test_tiny_bpe_preset_uses_the_planpath_tokenizer() -> None:
     model, tok = build_tiny_model("tiny-bpe")
     assert len(tok) == model.config.vocab_size == 1024
     assert 550_000 <= count_parameters(model) <= 700_000
+
+
+@pytest.mark.parametrize("preset", ["tiny", "tiny-bpe"])
+def test_load_tokenizer_is_the_tokenizer_load_model_pairs_with_the_model(preset: str) -> None:
+    """The Ray driver tokenizes with ``load_tokenizer`` while its actors build the model with
+    ``load_model``: for ``tiny-bpe`` it once returned the 259-token byte tokenizer next to a
+    1024-token model."""
+    model, tok = load_model(f"tiny:{preset}")
+    alone = load_tokenizer(f"tiny:{preset}")
+    assert alone.get_vocab() == tok.get_vocab()
+    assert len(alone) == model.config.vocab_size
+    assert chat_prompt_ids(alone, MESSAGES) == chat_prompt_ids(tok, MESSAGES)
+    with pytest.raises(ValueError, match="unknown tiny model preset 'huge'"):
+        load_tokenizer("tiny:huge")
 
 
 def test_chat_template_is_qwen_style() -> None:

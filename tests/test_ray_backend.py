@@ -14,13 +14,6 @@ import pytest
 
 pytestmark = pytest.mark.ray
 
-# Open bug (2026-12-02): the Ray rollout actors build their model with another tokenizer's
-# vocabulary than the run's (1024 vs 259 rows: "size of tensor a (1024) must match ... (259)" in
-# load_weights), so Ray runs diverge from single-process runs since the per-policy tokenizer and
-# BPE-preset changes. strict: these fail loudly once it is fixed, so the mark must then go.
-KNOWN_RAY_BUG = pytest.mark.xfail(
-    strict=True, reason="Ray actors build the model with the wrong tokenizer vocabulary (open bug)"
-)
 ray = pytest.importorskip("ray", reason="needs ray: pip install 'mas-rl[ray]'")
 
 from digit_env import DigitEnv  # noqa: E402
@@ -68,34 +61,70 @@ def _rl(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("phase") == "rl"]
 
 
-@KNOWN_RAY_BUG
-def test_ray_run_matches_single_process_run(tmp_path):
-    """Same seed: the same samples (rollout metrics equal) and the same losses."""
-    from mas_trainer.train import train
-
-    local = build_config(overrides=[*TINY_RUN, "--run.out_dir", str(tmp_path), "--run.name", "a"])
-    remote = build_config(
-        overrides=[
-            *TINY_RUN, "--run.out_dir", str(tmp_path), "--run.name", "b",
-            "--run.backend", "ray", "--run.ray_env_workers", "2",
-        ]
-    )  # fmt: skip
-    sa, sb = train(local), train(remote)
-    assert sa["success_warmstart"] == sb["success_warmstart"]
-    ra, rb = _rl(_records(tmp_path / "a")), _rl(_records(tmp_path / "b"))
+def _assert_same_run(run_a: Path, run_b: Path) -> set[str]:
+    """Two runs of one config sampled the same (rollout metrics equal) and learnt the same
+    (losses equal; each rollout actor held the synced weights). Returns the policies that
+    trained (a policy whose groups all had zero variance skips its update and logs nothing)."""
+    ra, rb = _rl(_records(run_a)), _rl(_records(run_b))
     assert len(ra) == len(rb) == 2
+    trained = set()
     for a, b in zip(ra, rb, strict=True):
         for key in a:
             if key.startswith(("rollout/", "algo/")) and key != "rollout/other_share":
                 assert a[key] == b[key], key
-        assert b["loss/policy"] == pytest.approx(a["loss/policy"], abs=1e-5)
-        assert b["perf/logprob_mismatch"] < 1e-5  # the rollout actor got the synced weights
-    assert (tmp_path / "b" / "summary.json").is_file()
+        learnt = {k for k in a if k.startswith(("loss/", "optim/grad_norm"))}
+        assert learnt == {k for k in b if k.startswith(("loss/", "optim/grad_norm"))}
+        for key in learnt:
+            assert b[key] == pytest.approx(a[key], abs=1e-5), key
+        for key in (k for k in b if k.startswith("perf/logprob_mismatch")):
+            assert b[key] < 1e-5, key  # the rollout actor got the synced weights
+        # "loss/policy" (one policy) or "loss/policy/<name>" (one per policy)
+        trained |= {k.split("/")[2] if k.count("/") == 2 else "shared" for k in learnt}
+    assert (run_b / "summary.json").is_file()
+    return trained
+
+
+@pytest.mark.parametrize(
+    ("pin", "policies"),
+    [
+        # The default preset, shortened: a policy per role on the tiny-bpe tokenizer (1024 tokens).
+        ([], ["planner", "tool"]),
+        (["--model.name", "tiny:tiny", "--algo.policy_map", "shared"], ["shared"]),
+    ],
+    ids=["default-per-role-bpe", "shared-byte"],
+)
+def test_ray_run_matches_single_process_run(tmp_path, pin, policies):
+    """Same seed: the same samples (rollout metrics equal), the same losses, the same weights."""
+    import torch
+
+    from mas_trainer.models import load_model
+    from mas_trainer.outputs import latest_checkpoint
+    from mas_trainer.train import train
+
+    run = [*TINY_RUN, *pin, "--run.out_dir", str(tmp_path)]
+    local = build_config(overrides=[*run, "--run.name", "a"])
+    remote = build_config(
+        overrides=[*run, "--run.name", "b", "--run.backend", "ray", "--run.ray_env_workers", "2"]
+    )
+    if not pin:  # what the default preset is, so that this case keeps testing it
+        assert (local.model.name, local.algo.policy_map) == ("tiny:tiny-bpe", "per_role")
+    sa, sb = train(local), train(remote)
+    assert sa["success_warmstart"] == sb["success_warmstart"]
+    assert _assert_same_run(tmp_path / "a", tmp_path / "b")
+    ckpts = [latest_checkpoint(tmp_path / r) for r in "ab"]
+    assert [c.name for c in ckpts if c] == ["step-000002"] * 2
+    for name in policies:  # the final checkpoints: same tokenizer, same weights
+        (ma, ta), (mb, tb) = (load_model(str(c / name)) for c in ckpts if c)
+        assert ta.get_vocab() == tb.get_vocab()
+        assert len(tb) == mb.config.vocab_size == (1024 if not pin else 259)
+        wa, wb = ma.state_dict(), mb.state_dict()
+        for key, value in wa.items():
+            torch.testing.assert_close(wb[key], value, atol=1e-5, rtol=0, msg=key)
 
 
 def _rollout(engines, env_pool=None, crash_engine_after=None):
     from mas_trainer.distributed.handles import RayTreeRollout
-    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.models import load_tokenizer
 
     cfg = build_config()
     import mas_envs
@@ -106,7 +135,7 @@ def _rollout(engines, env_pool=None, crash_engine_after=None):
     return RayTreeRollout(
         make_env,
         engines,
-        build_byte_tokenizer(),
+        load_tokenizer(cfg.model.name),  # the model the actors build (the default preset's)
         {a: "shared" for a in make_env().possible_agents},
         k=3,
         params=SamplingParams(temperature=1.0, max_tokens=12),
@@ -122,7 +151,6 @@ def _samples_key(result) -> list[tuple]:
     ]
 
 
-@KNOWN_RAY_BUG
 def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
     from ray_chaos import ChaosEngineActor, ChaosEnvWorker
 
@@ -133,9 +161,9 @@ def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
     workers = [remote_class(ChaosEnvWorker, num_cpus=0.25).remote() for _ in range(2)]
     engine, pool = RemoteEngine(actor), EnvWorkerPool(workers)
     # Sync other weights first: a restarted actor must come back with them, not its init.
-    from mas_trainer.models import build_tiny_model
+    from mas_trainer.models import load_model
 
-    model, _ = build_tiny_model("tiny", seed=1)
+    model, _ = load_model(cfg.model.name, seed=1)
     engine.load_weights(model.state_dict())
     tasks = [0, 1]
     clean = _rollout({"shared": engine}, pool).run(tasks, uid_prefix="s/")
@@ -151,7 +179,6 @@ def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
     assert _samples_key(local) == _samples_key(clean)
 
 
-@KNOWN_RAY_BUG
 def test_data_parallel_learners_match_one_learner(tmp_path):
     """Two gloo ranks, one optimizer step over all samples == one learner on all samples."""
     import torch
@@ -160,7 +187,7 @@ def test_data_parallel_learners_match_one_learner(tmp_path):
     from mas_trainer.distributed.build import free_port
     from mas_trainer.distributed.handles import RemoteLearner, RemoteModel, remote_class
     from mas_trainer.learner import Learner
-    from mas_trainer.models import build_tiny_model, chat_prompt_ids
+    from mas_trainer.models import chat_prompt_ids, load_model
     from mas_trainer.samples import TrainSample
 
     cfg = build_config()
@@ -170,7 +197,7 @@ def test_data_parallel_learners_match_one_learner(tmp_path):
         for r in range(2)
     ]
     ray.get([a.init_group.remote() for a in ranks])
-    model, tok = build_tiny_model("tiny", seed=0)
+    model, tok = load_model(cfg.model.name, seed=0)  # what the ranks built
     kwargs = dict(lr=1e-2, mini_batch_size=8, pad_token_id=tok.pad_token_id)
     remote = RemoteLearner(ranks, kwargs)
     local = Learner(model, **kwargs)
@@ -178,7 +205,7 @@ def test_data_parallel_learners_match_one_learner(tmp_path):
     samples = []
     for i in range(8):
         prompt = chat_prompt_ids(tok, [{"role": "user", "content": f"task {i}"}])
-        completion = torch.randint(0, 256, (3 + i % 4,), generator=gen).tolist()
+        completion = torch.randint(0, len(tok), (3 + i % 4,), generator=gen).tolist()
         samples.append(
             TrainSample(
                 prompt, completion, [-5.5] * len(completion), reward=0.0, advantage=(-1.0) ** i
@@ -187,7 +214,7 @@ def test_data_parallel_learners_match_one_learner(tmp_path):
     m_local, m_remote = local.update(samples), remote.update(samples)
     assert m_remote["optim/grad_norm"] == pytest.approx(m_local["optim/grad_norm"], rel=1e-4)
     w0, w1 = ray.get([a.weights.remote() for a in ranks])
-    init, _ = build_tiny_model("tiny", seed=0)
+    init, _ = load_model(cfg.model.name, seed=0)
     for name, p in model.state_dict().items():
         assert torch.equal(w0[name], w1[name]), name  # the replicas stay identical
         # AdamW's first step is ~lr * sign(grad): where a gradient entry is ~0, summation order
@@ -427,7 +454,6 @@ class _PoolProbeEnvWorker:
         }
 
 
-@KNOWN_RAY_BUG
 def test_env_workers_run_programs_through_a_warm_pool_of_their_own():
     """Issue 16: the programs an env worker's prefetch and steps run go through a warm pool that
     starts lazily in the worker's process (not the driver's), and give the same rewards."""
@@ -438,6 +464,7 @@ def test_env_workers_run_programs_through_a_warm_pool_of_their_own():
     from mas_trainer.distributed.actors import EnvWorkerBody
     from mas_trainer.distributed.handles import remote_class
 
+    pool.shutdown()  # the single-process runs of earlier tests ran programs in this process
     Probe = type("PoolProbeEnvWorker", (_PoolProbeEnvWorker, EnvWorkerBody), {})
     worker = remote_class(Probe, num_cpus=0.25).remote()
     before = ray.get(worker.sandbox_state.remote())

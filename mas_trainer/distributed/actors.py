@@ -65,24 +65,23 @@ class EngineActorBody:
             import os
             import tempfile
 
-            from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm, set_vllm_env
+            from mas_trainer.engines.vllm import (
+                VLLMEngine,
+                build_llm,
+                llm_options,
+                save_for_vllm,
+                set_vllm_env,
+            )
 
             os.environ.update(vllm_env or {})
             set_vllm_env(model_cfg.device)
             folder = tempfile.TemporaryDirectory(prefix="mas-ray-vllm-")
-            tp = model_cfg.engine_tp
-            llm = build_llm(
-                save_for_vllm(self.model, self.tokenizer, folder.name),
-                dtype=model_cfg.engine_weights_dtype,
-                seed=seed,
-                gpu_memory_utilization=model_cfg.engine_memory,
-                max_num_seqs=model_cfg.engine_batch_size,
-                enable_sleep_mode=str(model_cfg.device).startswith("cuda"),
-                tensor_parallel_size=tp,
+            options = llm_options(model_cfg, seed)
+            if model_cfg.engine_tp > 1:
                 # TP workers as Ray actors on this policy's bundles (vLLM finds the placement
                 # group it runs in); one GPU's worth of TP stays in this process.
-                **({"distributed_executor_backend": "ray"} if tp > 1 else {}),
-            )
+                options["distributed_executor_backend"] = "ray"
+            llm = build_llm(save_for_vllm(self.model, self.tokenizer, folder.name), **options)
             self.engine: Any = VLLMEngine(llm, self.tokenizer, seed=seed, model_dir=folder)
             self.model = None  # vLLM holds the weights
         else:

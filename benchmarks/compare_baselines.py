@@ -201,7 +201,13 @@ def _warm_start(preset: str, root: Path, kind: str, common: list[str]) -> dict[s
 
 def _resolved(cfg: Any) -> dict[str, Any]:
     """The budget fields a reader of the table needs."""
+    from mas_trainer.policy import role_policies
+
+    policies = set(role_policies(cfg, _roles(cfg)).values())
+    # Only the per-policy rates this row's policies use (a shared policy uses none of them).
+    by_policy = {p: r for p, r in cfg.optim.warmstart_lr_by_policy.items() if p in policies}
     return {
+        **({"warmstart_lr_by_policy": by_policy} if by_policy else {}),
         "env": {"id": cfg.env.id, "mode": cfg.env.mode, "options": cfg.env.options},
         "model": cfg.model.name,
         "warmstart_steps": cfg.optim.warmstart_steps,
@@ -460,11 +466,12 @@ def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]
     if not rows:
         return lines
     cfg = next((r["config"] for r in rows if r["key"] == "mas-per-role"), rows[0]["config"])
+    per_policy = "".join(f", {p} {v:g}" for p, v in cfg.get("warmstart_lr_by_policy", {}).items())
     lines += [
         f"## {preset}, seed {seed}",
         "",
         f"Budget (team, per policy): warm start {cfg['warmstart_steps']} steps (lr "
-        f"{cfg['warmstart_lr']:g}, decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
+        f"{cfg['warmstart_lr']:g}{per_policy}, decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
         f"{cfg['rl_steps']} steps x {cfg['tasks_per_step']} tasks x K={cfg['k']} at "
         f"T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}); held-out: first "
         f"{cfg['eval_episodes']} {cfg.get('eval_split', 'test')} tasks, greedy; env "

@@ -265,6 +265,11 @@ class OptimConfig:
     """Supervised steps on oracle transcripts before RL (0 = no warm start)."""
     warmstart_lr: float = 1e-3
     """AdamW learning rate of the warm start (its peak, with ``warmstart_min_lr_ratio`` < 1)."""
+    warmstart_lr_by_policy: dict[str, float] = field(default_factory=dict)
+    """Per policy name, a peak warm-start rate in place of ``warmstart_lr``, e.g.
+    ``'{"planner": 0.02}'`` (per-role policies are named by role, a shared one ``shared``).
+    Policies not named use ``warmstart_lr``; a name that is no policy of the run is ignored (as in
+    ``warmstart_oracle_share``), so a preset's rates do not stop it from running another env."""
     warmstart_min_lr_ratio: float = 1.0
     """Warm-start rate at its last step as a share of ``warmstart_lr`` (cosine decay; 1.0 =
     constant)."""
@@ -282,6 +287,11 @@ class OptimConfig:
     def __post_init__(self) -> None:
         _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
         _check(self.lr > 0 and self.warmstart_lr > 0, "optim.lr and warmstart_lr must be > 0")
+        for name, rate in self.warmstart_lr_by_policy.items():
+            _check(
+                isinstance(rate, int | float) and rate > 0,
+                f"optim.warmstart_lr_by_policy[{name!r}] must be a number > 0, got {rate!r}",
+            )
         _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         _check(self.grad_clip > 0, "optim.grad_clip must be > 0")
         _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")

@@ -268,6 +268,7 @@ def _train(
             on_step=on_step,
             lr=cfg.optim.warmstart_lr,
             min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
+            lr_by_policy=cfg.optim.warmstart_lr_by_policy,
         )
         bar.close()
         for pol in policies.values():

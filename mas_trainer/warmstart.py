@@ -174,6 +174,7 @@ def warm_start(
     on_step: Callable[[int, dict[str, float]], None] | None = None,
     lr: float | None = None,
     min_lr_ratio: float = 1.0,
+    lr_by_policy: Mapping[str, float] | None = None,
 ) -> dict[str, float]:
     """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
 
@@ -191,6 +192,7 @@ def warm_start(
         on_step: Called with ``(step, metrics)`` after every step (progress, logging).
         lr: Peak learning rate of the schedule (``None``: each learner's own rate, constant).
         min_lr_ratio: Rate at the last step as a share of ``lr`` (1.0 = constant rate).
+        lr_by_policy: Per policy name, a peak rate in place of ``lr`` (same schedule).
 
     Returns:
         The last step's metrics, prefixed by policy name when there are several policies.
@@ -203,11 +205,13 @@ def warm_start(
         raise ValueError(f"warm-start samples for policies without a learner: {missing}")
     if not 0.0 <= min_lr_ratio <= 1.0:
         raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
+    peak = {p: (lr_by_policy or {}).get(p, lr) for p in by_policy}
     last: dict[str, float] = {}
     for step in range(1, steps + 1):
         metrics: dict[str, float] = {}
-        step_lr = None if lr is None else cosine_lr(lr, min_lr_ratio, step, steps)
         for policy, pool in by_policy.items():
+            rate = peak[policy]
+            step_lr = None if rate is None else cosine_lr(rate, min_lr_ratio, step, steps)
             idx = rng.choice(len(pool), size=min(batch_size, len(pool)), replace=False)
             m = learners[policy].sft_update([pool[i] for i in idx], lr=step_lr)
             if step_lr is not None:

@@ -62,6 +62,26 @@ def test_warm_start_without_a_schedule_keeps_the_learners_rate():
         )  # fmt: skip
 
 
+def test_a_per_policy_rate_replaces_the_peak_of_that_policy_only():
+    tool, planner = RecordingLearner(), RecordingLearner()
+    warm_start(
+        {"tool": tool, "planner": planner}, [*_samples(4, "tool"), *_samples(4, "planner")],
+        steps=3, batch_size=2, rng=np.random.default_rng(0), lr=1e-2, min_lr_ratio=0.5,
+        lr_by_policy={"planner": 2e-2},
+    )  # fmt: skip
+    assert tool.rates == pytest.approx([cosine_lr(1e-2, 0.5, s, 3) for s in range(1, 4)])
+    assert planner.rates == pytest.approx([cosine_lr(2e-2, 0.5, s, 3) for s in range(1, 4)])
+
+
+def test_config_checks_per_policy_rates():
+    cfg = build_config(
+        "plan-path-tiny", overrides=["--optim.warmstart_lr_by_policy", '{"tool": 0.5}']
+    )
+    assert cfg.optim.warmstart_lr_by_policy == {"tool": 0.5}
+    with pytest.raises(ConfigError, match=r"warmstart_lr_by_policy\['tool'\] must be a number > 0"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_lr_by_policy", '{"tool": 0}'])
+
+
 def test_config_checks_the_decay_ratio():
     cfg = build_config("plan-path-tiny", overrides=["--optim.warmstart_min_lr_ratio", "0.1"])
     assert cfg.optim.warmstart_min_lr_ratio == 0.1

@@ -412,10 +412,7 @@ class Learner:
         grad_norms = []
         try:
             for mini in self._mini_batches(samples):
-                weights = role_token_weights(
-                    [samples[i].role for i in mini], [len(samples[i].completion_ids) for i in mini]
-                )
-                weight_of = dict(zip(mini, weights, strict=True))
+                weight_of = dict(zip(mini, self._sft_weights(samples, mini), strict=True))
                 for batch in self._micro_batches(samples, mini):
                     logp = self._logprobs(batch, temperature=1.0, top_p=1.0)  # (b, Tc)
                     w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
@@ -432,12 +429,19 @@ class Learner:
             for g, v in zip(self.optimizer.param_groups, saved, strict=True):
                 g["lr"] = v
         elapsed = time.perf_counter() - start
-        out = {
-            "loss/sft": total / max(len(grad_norms), 1),
+        return {
+            **self._sft_losses(total, len(grad_norms), role_nll),
             "optim/grad_norm": sum(grad_norms) / max(len(grad_norms), 1),
             "perf/update_s": elapsed,
             "perf/learner_tokens_per_s": sum(s.num_tokens for s in samples) / elapsed,
         }
+
+    def _sft_losses(
+        self, total: float, steps: int, role_nll: dict[str, list[float]]
+    ) -> dict[str, float]:
+        """``loss/sft`` (the mini-batches' mean loss, from their sum ``total``) and, with several
+        roles, ``loss/sft/<role>`` (each role's token mean, from ``role -> [nll sum, tokens]``)."""
+        out = {"loss/sft": total / max(steps, 1)}
         if len(role_nll) > 1:
             out.update({f"loss/sft/{r}": v[0] / max(v[1], 1) for r, v in sorted(role_nll.items())})
         return out
@@ -538,6 +542,12 @@ class Learner:
         order = [i for g in perm for i in groups[g]]
         for start in range(0, len(order), self.mini_batch_size):
             yield order[start : start + self.mini_batch_size]
+
+    def _sft_weights(self, samples: Sequence[TrainSample], mini: list[int]) -> list[float]:
+        """Per-token weight of each sample of a supervised mini-batch: every role weighs the same
+        (:func:`~mas_trainer.at_grpo.role_token_weights`)."""
+        roles = [samples[i].role for i in mini]
+        return role_token_weights(roles, [len(samples[i].completion_ids) for i in mini])
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
         # Similar lengths together (less padding); identical prompts adjacent (shared prefill).

@@ -8,6 +8,7 @@ compare them with a :class:`~mas_trainer.learner.Learner` in this process on all
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 import pytest
@@ -30,6 +31,13 @@ def _samples(tok, flip: bool = False):
         sign = (-1.0) ** (i + flip)
         out.append(TrainSample(prompt, completion, [-5.5] * len(completion), 0.0, sign))
     return out
+
+
+def _sft_samples(tok):
+    """Two roles, unevenly split over 2 contiguous shards (rank 0: 3 planner + 1 tool samples;
+    rank 1: 1 + 3), with completions of 3-6 tokens."""
+    roles = ["planner", "planner", "planner", "tool", "planner", "tool", "tool", "tool"]
+    return [dataclasses.replace(s, role=r) for s, r in zip(_samples(tok), roles, strict=True)]
 
 
 def _kwargs(tok, dtype=None):
@@ -73,6 +81,10 @@ def _rank(rank: int, world: int, folder: str) -> None:
     b.load_state_dict(saved)
     step(b, tok, flip=True)
     out["resumed"] = b.full_weights()
+    d, _ = learner()  # a warm-start step: each role's token mean over the whole group's batch
+    shards, d.dp_steps = shard_samples(_sft_samples(tok), world, 8)
+    out["sft_metrics"] = d.sft_update(shards[rank])
+    out["sft_weights"] = d.full_weights()
     c, _ = learner(torch.bfloat16)
     out["bf16_metrics"] = step(c, tok)
     out["bf16_weights"] = c.full_weights()
@@ -131,6 +143,24 @@ def test_fp32_sharded_update_equals_the_unsharded_one(sharded):
         for n, p in model.named_parameters()
     )
     assert same > 0.999 * sum(p.numel() for p in model.parameters())
+
+
+def test_sharded_supervised_step_weighs_roles_over_the_whole_group(sharded):
+    """The warm start on 2 ranks is the single learner's step: each role's token mean over all
+    ranks' samples (ranks that normalised by their own roles' tokens stepped on another gradient:
+    grad norm 5.700 vs the single learner's 5.318)."""
+    from mas_trainer.learner import Learner
+    from mas_trainer.models import build_tiny_model
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    metrics = Learner(model, **_kwargs(tok)).sft_update(_sft_samples(tok))
+    got = sharded["sft_metrics"]
+    assert got["optim/grad_norm"] == pytest.approx(metrics["optim/grad_norm"], rel=1e-5)
+    for key in ("loss/sft", "loss/sft/planner", "loss/sft/tool"):
+        assert got[key] == pytest.approx(metrics[key], rel=1e-6), key
+    worst, flipped = _compare(sharded["sft_weights"], model, before)
+    assert flipped < 1e-3 and worst <= 2.0 * LR + 1e-6
 
 
 def test_bf16_mixed_precision_update_matches_autocast_within_bf16_noise(sharded):

@@ -61,7 +61,7 @@ def _rl(records: list[dict]) -> list[dict]:
     return [r for r in records if r.get("phase") == "rl"]
 
 
-def _assert_same_run(run_a: Path, run_b: Path) -> set[str]:
+def _assert_same_run(run_a: Path, run_b: Path, mismatch: float = 1e-5) -> set[str]:
     """Two runs of one config sampled the same (rollout metrics equal) and learnt the same
     (losses equal; each rollout actor held the synced weights). Returns the policies that
     trained (a policy whose groups all had zero variance skips its update and logs nothing)."""
@@ -70,14 +70,16 @@ def _assert_same_run(run_a: Path, run_b: Path) -> set[str]:
     trained = set()
     for a, b in zip(ra, rb, strict=True):
         for key in a:
-            if key.startswith(("rollout/", "algo/")) and key != "rollout/other_share":
+            if key.startswith("rollout/") and key != "rollout/other_share":
                 assert a[key] == b[key], key
+            elif key.startswith("algo/"):  # group counts, and the learner's entropy, KL...
+                assert b[key] == pytest.approx(a[key], abs=mismatch), key
         learnt = {k for k in a if k.startswith(("loss/", "optim/grad_norm"))}
         assert learnt == {k for k in b if k.startswith(("loss/", "optim/grad_norm"))}
         for key in learnt:
-            assert b[key] == pytest.approx(a[key], abs=1e-5), key
+            assert b[key] == pytest.approx(a[key], abs=mismatch), key
         for key in (k for k in b if k.startswith("perf/logprob_mismatch")):
-            assert b[key] < 1e-5, key  # the rollout actor got the synced weights
+            assert b[key] < mismatch, key  # the rollout actor got the synced weights
         # "loss/policy" (one policy) or "loss/policy/<name>" (one per policy)
         trained |= {k.split("/")[2] if k.count("/") == 2 else "shared" for k in learnt}
     assert (run_b / "summary.json").is_file()
@@ -120,6 +122,45 @@ def test_ray_run_matches_single_process_run(tmp_path, pin, policies):
         wa, wb = ma.state_dict(), mb.state_dict()
         for key, value in wa.items():
             torch.testing.assert_close(wb[key], value, atol=1e-5, rtol=0, msg=key)
+
+
+def test_sharded_run_matches_single_process_run(tmp_path):
+    """Issue 12: a short ``mas-train`` on two FSDP2 learner ranks (gloo) logs the single-process
+    run's warm-start and RL losses and ends on its weights. A shared policy over both roles: the
+    warm start weighs each role's token mean, over the whole group's batch (not each rank's)."""
+    from mas_trainer.models import load_model
+    from mas_trainer.outputs import latest_checkpoint
+    from mas_trainer.train import train
+
+    run = [
+        *TINY_RUN, "--algo.policy_map", "shared", "--run.out_dir", str(tmp_path),
+        "--optim.mini_batch_size", "512",  # one optimizer step per update: the same mini-batch
+    ]  # fmt: skip
+    local = build_config(overrides=[*run, "--run.name", "a"])
+    sharded = build_config(
+        overrides=[
+            *run, "--run.name", "b", "--run.backend", "ray",
+            "--run.ray_learners", "2", "--run.ray_sharding", "fsdp",
+        ]
+    )  # fmt: skip
+    sa, sb = train(local), train(sharded)
+    assert sa["success_warmstart"] == sb["success_warmstart"]
+    warm = [[r for r in _records(tmp_path / n) if "warmstart/loss/sft" in r] for n in "ab"]
+    assert len(warm[0]) == len(warm[1]) >= 1
+    for a, b in zip(*warm, strict=True):
+        for key in ("warmstart/loss/sft", "warmstart/loss/sft/planner", "warmstart/loss/sft/tool"):
+            assert b[key] == pytest.approx(a[key], rel=1e-4), key
+    assert _assert_same_run(tmp_path / "a", tmp_path / "b", mismatch=1e-4) == {"shared"}
+    ckpts = [latest_checkpoint(tmp_path / r) for r in "ab"]
+    (ma, _), (mb, _) = (load_model(str(c / "shared")) for c in ckpts if c)
+    init, _ = load_model(local.model.name, seed=local.run.seed)
+    # 12 AdamW steps (10 at lr 1e-2): a gradient entry within rounding of 0 can take another sign
+    # under the ranks' summation order, so compare with what the run moved (measured: worst
+    # 1.2e-4 of a 0.053 move, in o_proj of layer 0).
+    for key, value in ma.state_dict().items():
+        moved = float((value - init.state_dict()[key]).abs().max())
+        off = float((mb.state_dict()[key] - value).abs().max())
+        assert moved > 1e-3 and off < 1e-2 * moved, (key, off, moved)
 
 
 def _rollout(engines, env_pool=None, crash_engine_after=None):

@@ -197,7 +197,7 @@ class RemoteLearner:
         out = ray.get(
             [a.update.remote(s, steps) for a, s in zip(self.learners, shards, strict=True)]
         )
-        return _mean_metrics(out, [len(s) for s in shards])
+        return _mean_metrics(out, shards)
 
     def sft_update(self, samples: Sequence[Any], lr: float | None = None) -> dict[str, float]:
         ray = ray_module()
@@ -205,7 +205,7 @@ class RemoteLearner:
         out = ray.get(
             [a.sft_update.remote(s, lr, steps) for a, s in zip(self.learners, shards, strict=True)]
         )
-        return _mean_metrics(out, [len(s) for s in shards])
+        return _mean_metrics(out, shards)
 
     def logprobs(self, samples: Sequence[Any]) -> list[list[float]]:
         ray = ray_module()
@@ -221,14 +221,26 @@ class RemoteLearner:
         ray_module().get([a.reset_reference.remote() for a in self.learners])
 
 
-def _mean_metrics(per_rank: list[dict[str, float]], weights: list[int]) -> dict[str, float]:
-    """Sample-weighted mean of each metric over the ranks (rank 0's value where one lacks it)."""
+_SAMPLE_MEANS = ("algo/advantage_abs_mean",)
+"""Learner metrics that are means over samples (the others are means over tokens, or equal on
+every rank)."""
+
+
+def _mean_metrics(per_rank: list[dict[str, float]], shards: list[list[Any]]) -> dict[str, float]:
+    """Each metric over the ranks, as one learner on all of ``shards`` logs it: token-weighted
+    (a rank's losses, log-prob mismatch and entropy are token means over its shard),
+    sample-weighted for :data:`_SAMPLE_MEANS`; rank 0's value where one rank lacks it. The
+    supervised losses come back the same from every rank (the ranks combine them).
+    """
     if len(per_rank) == 1:
         return per_rank[0]
-    total = float(sum(weights))
+    tokens = [sum(len(s.completion_ids) for s in shard) for shard in shards]
+    samples = [len(shard) for shard in shards]
     out = {}
     for key in per_rank[0]:
         if all(key in m for m in per_rank):
+            weights = samples if key in _SAMPLE_MEANS else tokens
+            total = max(sum(weights), 1)
             out[key] = sum(m[key] * w for m, w in zip(per_rank, weights, strict=True)) / total
         else:
             out[key] = per_rank[0][key]

@@ -5,7 +5,11 @@ Both kinds train each rank on its own shard of a step's samples (the driver's
 steps per update, so one global mini-batch is the union of the ranks' mini-batches and its loss is
 the token mean over all of them: each rank divides its micro-batches' token sums by the mini-batch's
 tokens averaged over the ranks (:meth:`RankLearner._mini_tokens`), and the gradients are then
-averaged over the ranks.
+averaged over the ranks. The warm start's supervised loss (each role's token mean, averaged over
+the roles) counts each role's tokens over the whole group's mini-batch too
+(:meth:`RankLearner._sft_weights`), and its logged losses are the group's. With one mini-batch per
+update a sharded step is the single learner's step; with several, the ranks' k-th mini-batches
+make another (equally shuffled) partition of the samples than the single learner's.
 
 * :class:`DataParallelLearner`: every rank holds the whole model (``run.ray_sharding=replicate``)
   and all-reduces the gradients before each optimizer step.
@@ -67,6 +71,40 @@ class RankLearner(Learner):
         n, steps = len(order), self.dp_steps
         for i in range(steps):
             yield order[i * n // steps : (i + 1) * n // steps]
+
+    def _sft_weights(self, samples: Sequence[TrainSample], mini: list[int]) -> list[float]:
+        # Each role's target tokens over the group's mini-batch, not this rank's share: a rank
+        # that normalised by its own tokens made the step the mean of the ranks' token means,
+        # which is not the single learner's token mean (the warm start of a sharded run drifted
+        # from the single-process run's). x world: the gradients are then averaged over the ranks.
+        mine: dict[str, int] = {}
+        for i in mini:
+            mine[samples[i].role] = mine.get(samples[i].role, 0) + len(samples[i].completion_ids)
+        world = dist.get_world_size()
+        every: list[dict[str, int] | None] = [None] * world
+        dist.all_gather_object(every, mine)
+        total: dict[str, int] = {}
+        for counts in every:
+            for role, n in (counts or {}).items():
+                total[role] = total.get(role, 0) + n
+        return [world / (len(total) * max(total[samples[i].role], 1)) for i in mini]
+
+    def _sft_losses(
+        self, total: float, steps: int, role_nll: dict[str, list[float]]
+    ) -> dict[str, float]:
+        # The group's losses, the same on every rank: the loss is the sum of the ranks' parts
+        # (each was weighted x world), each role's the token mean over the whole group.
+        loss = torch.tensor([total], dtype=torch.float64, device=self.device)
+        dist.all_reduce(loss)
+        every: list[dict[str, list[float]] | None] = [None] * dist.get_world_size()
+        dist.all_gather_object(every, role_nll)
+        group: dict[str, list[float]] = {}
+        for part in every:
+            for role, (nll, n) in (part or {}).items():
+                acc = group.setdefault(role, [0.0, 0.0])
+                acc[0] += nll
+                acc[1] += n
+        return super()._sft_losses(float(loss.item()) / len(every), steps, group)
 
     def _mini_tokens(self, samples: Sequence[TrainSample], mini: list[int]) -> float:
         # The group's mini-batch tokens over the ranks: after the gradients are averaged over the

@@ -32,7 +32,7 @@ No entropy bonus (the paper uses none).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -395,7 +395,22 @@ def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> tor
     return masked_mean(d.clamp(max=20.0).exp() - d - 1.0, mask)
 
 
-def role_token_weights(roles: Sequence[str], n_tokens: Sequence[int]) -> list[float]:
+def role_token_counts(roles: Sequence[str], n_tokens: Sequence[int]) -> dict[str, int]:
+    """``role -> target tokens`` of a supervised batch (what :func:`role_token_weights` divides by).
+
+    Args:
+        roles: ``(N,)`` each sample's role.
+        n_tokens: ``(N,)`` each sample's target tokens.
+    """
+    per_role: dict[str, int] = {}
+    for role, n in zip(roles, n_tokens, strict=True):
+        per_role[role] = per_role.get(role, 0) + n
+    return per_role
+
+
+def role_token_weights(
+    roles: Sequence[str], n_tokens: Sequence[int], role_tokens: Mapping[str, int] | None = None
+) -> list[float]:
     """Per-token weight of each sample so that every role weighs the same in a supervised batch.
 
     A plain token mean over a shared policy's batch lets a role with long answers (a tool's
@@ -405,13 +420,14 @@ def role_token_weights(roles: Sequence[str], n_tokens: Sequence[int]) -> list[fl
     Args:
         roles: ``(N,)`` each sample's role.
         n_tokens: ``(N,)`` each sample's target tokens.
+        role_tokens: Each role's target tokens in the whole batch where these samples are only
+            part of it (a data-parallel rank's share); default: :func:`role_token_counts` of
+            these samples.
 
     Returns:
         ``(N,)`` weights ``1 / (roles in the batch * target tokens of the sample's role)``.
     """
-    per_role: dict[str, int] = {}
-    for role, n in zip(roles, n_tokens, strict=True):
-        per_role[role] = per_role.get(role, 0) + n
+    per_role = role_token_counts(roles, n_tokens) if role_tokens is None else role_tokens
     return [1.0 / (len(per_role) * max(per_role[r], 1)) for r in roles]
 
 

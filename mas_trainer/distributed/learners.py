@@ -41,6 +41,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from mas_trainer.at_grpo import role_token_counts, role_token_weights
 from mas_trainer.learner import Learner, completion_logits
 from mas_trainer.samples import TrainSample
 
@@ -77,17 +78,16 @@ class RankLearner(Learner):
         # that normalised by its own tokens made the step the mean of the ranks' token means,
         # which is not the single learner's token mean (the warm start of a sharded run drifted
         # from the single-process run's). x world: the gradients are then averaged over the ranks.
-        mine: dict[str, int] = {}
-        for i in mini:
-            mine[samples[i].role] = mine.get(samples[i].role, 0) + len(samples[i].completion_ids)
+        roles = [samples[i].role for i in mini]
+        lengths = [len(samples[i].completion_ids) for i in mini]
         world = dist.get_world_size()
         every: list[dict[str, int] | None] = [None] * world
-        dist.all_gather_object(every, mine)
+        dist.all_gather_object(every, role_token_counts(roles, lengths))
         total: dict[str, int] = {}
         for counts in every:
             for role, n in (counts or {}).items():
                 total[role] = total.get(role, 0) + n
-        return [world / (len(total) * max(total[samples[i].role], 1)) for i in mini]
+        return [world * w for w in role_token_weights(roles, lengths, role_tokens=total)]
 
     def _sft_losses(
         self, total: float, steps: int, role_nll: dict[str, list[float]]

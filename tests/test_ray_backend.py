@@ -490,6 +490,7 @@ class _PoolProbeEnvWorker:
             "active": pool.active(),
             "workers": len(p.workers) if p is not None else 0,
             "size": pool.size(),
+            "ray_cpus": pool.ray_cpus(),
             "isolation": runner.isolation(),
             "supported": pool.supports(runner._mode()),
         }
@@ -512,6 +513,10 @@ def test_env_workers_run_programs_through_a_warm_pool_of_their_own():
     if not before["supported"]:
         pytest.skip(f"the warm pool needs root, bubblewrap and cgroups ({before['isolation']})")
     assert before["pid"] != os.getpid() and not before["active"]  # lazily: nothing ran yet
+    # Sized to the actor's CPU claim (0.25: the minimum of 2), not to the node's CPUs; the
+    # driver is no Ray worker.
+    assert before["ray_cpus"] == 0.25 and before["size"] == 2, before
+    assert pool.ray_cpus() is None
 
     env = MathEnv()
     env.reset(options={"problem_id": "arith/1/1"})  # 23
@@ -525,5 +530,5 @@ def test_env_workers_run_programs_through_a_warm_pool_of_their_own():
     assert [c.infos["tool"]["local_reward"] for c in clones] == [1.0, 1.0, 0.0, -1.0]
     after = ray.get(worker.sandbox_state.remote())
     assert after["pid"] == before["pid"] and after["active"], after
-    assert after["workers"] == after["size"] >= 2  # sized to the worker's machine
+    assert after["workers"] == after["size"] == 2
     assert not pool.active()  # the driver ran no program

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 import uuid
 
 import pytest
@@ -482,6 +483,44 @@ def test_the_switch(monkeypatch):
     monkeypatch.setenv(pool.ENV_VAR, "many")
     with pytest.raises(ValueError, match="MAS_SANDBOX_POOL='many' is not 'auto', 'off'"):
         run_python("pass")
+
+
+class _FakeRay:
+    """What pool.ray_cpus reads of ``ray`` in a worker process that claimed ``cpus``."""
+
+    WORKER_MODE, SCRIPT_MODE = 1, 0
+
+    def __init__(self, cpus: float | None, mode: int = 1) -> None:
+        self.resources = {} if cpus is None else {"CPU": cpus, "memory": 1e9}
+        self.worker = types.SimpleNamespace(mode=mode)
+
+    def is_initialized(self) -> bool:
+        return True
+
+    def get_runtime_context(self):
+        return types.SimpleNamespace(
+            worker=self.worker, get_assigned_resources=lambda: dict(self.resources)
+        )
+
+
+def test_auto_size_in_a_ray_worker_follows_its_cpu_claim(monkeypatch):
+    """A Ray actor on a big node gets a pool of its own CPU claim (rounded up, 2 to 16), not
+    one worker per CPU of the node; MAS_SANDBOX_POOL still overrides; a driver is not a worker."""
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
+    monkeypatch.setenv(pool.ENV_VAR, "auto")
+    monkeypatch.delitem(sys.modules, "ray", raising=False)
+    assert pool.ray_cpus() is None and pool.size() == pool.MAX_AUTO_SIZE  # no Ray: the node
+    for claim, want in ((4.0, 4), (2.5, 3), (0.25, 2), (None, 2), (64.0, pool.MAX_AUTO_SIZE)):
+        monkeypatch.setitem(sys.modules, "ray", _FakeRay(claim))
+        assert pool.ray_cpus() == (claim or 0.0) and pool.size() == want, claim
+    monkeypatch.setenv(pool.ENV_VAR, "5")
+    assert pool.size() == 5
+    monkeypatch.setenv(pool.ENV_VAR, "auto")
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(4.0, mode=_FakeRay.SCRIPT_MODE))
+    assert pool.ray_cpus() is None and pool.size() == pool.MAX_AUTO_SIZE  # the driver
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2}, raising=False)
+    monkeypatch.setitem(sys.modules, "ray", _FakeRay(8.0))
+    assert pool.size() == 3  # never more than the CPUs this process may use
 
 
 LAZY = """

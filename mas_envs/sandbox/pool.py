@@ -23,10 +23,11 @@ once no process of the run is left.
 
 All of this happens on a manager thread, off the callers' paths; a caller only takes a ready
 process and hands it its job. The pool starts on first use, sizes itself to the CPUs this
-process may use (``MAS_SANDBOX_POOL``: ``auto``, a number of workers, or ``off`` for cold runs),
-replaces a worker that dies, and goes down with the process: at exit, and, when the process is
-killed, through the zygotes (their control sockets close), bubblewrap's ``--die-with-parent``
-and a watchdog process that kills and removes every cgroup the process left. A pool that fails to
+process may use (in a Ray worker: the CPUs Ray assigned it; ``MAS_SANDBOX_POOL``: ``auto``, a
+number of workers, or ``off`` for cold runs), replaces a worker that dies, and goes down with
+the process: at exit, and, when the process is killed, through the zygotes (their control
+sockets close), bubblewrap's ``--die-with-parent`` and a watchdog process that kills and
+removes every cgroup the process left. A pool that fails to
 start or to pass the same probe a cold run passes is switched off, loudly, and runs go cold.
 See ``docs/sandbox.md`` ("The warm pool").
 """
@@ -41,12 +42,14 @@ import functools
 import itertools
 import logging
 import marshal
+import math
 import os
 import select
 import selectors
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -57,7 +60,8 @@ from mas_envs.sandbox.result import ExecResult, Job, Verdict
 log = logging.getLogger("mas_envs.sandbox")
 
 ENV_VAR = "MAS_SANDBOX_POOL"
-"""``auto`` (default: a worker per usable CPU, 2 to 16), ``off`` (cold runs), or a worker count."""
+"""``auto`` (default: a worker per usable CPU, 2 to 16; in a Ray worker, per CPU Ray assigned
+it), ``off`` (cold runs), or a worker count."""
 MAX_AUTO_SIZE = 16
 READY_PER_WORKER = 2
 """Runs each worker keeps ready to start (each holds two idle processes and a slot cgroup)."""
@@ -90,12 +94,34 @@ def size() -> int:
         return 0
     if value in ("auto", "on", "yes", "true"):
         usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+        claim = ray_cpus()
+        if claim is not None:  # a Ray worker: the CPUs Ray gave it, not all of its node's
+            usable = min(usable, math.ceil(claim))
         return max(2, min(usable, MAX_AUTO_SIZE))
     if value.isdigit():
         return int(value)
     raise ValueError(
         f"{ENV_VAR}={value!r} is not 'auto', 'off' or a number of workers (e.g. {ENV_VAR}=4)"
     )
+
+
+def ray_cpus() -> float | None:
+    """The CPUs Ray assigned to this process when it is a Ray worker (an actor or a task, e.g.
+    an env worker's ``num_cpus``; 0 for an actor that claimed none); ``None`` anywhere else (a
+    driver, or no Ray: this never imports ``ray``)."""
+    ray = sys.modules.get("ray")
+    if ray is None:
+        return None
+    try:
+        if not ray.is_initialized():
+            return None
+        context = ray.get_runtime_context()
+        if context.worker.mode != ray.WORKER_MODE:
+            return None  # the driver: its pool is sized to the CPUs it may use
+        return float(context.get_assigned_resources().get("CPU", 0.0))
+    except Exception as exc:  # a Ray we do not understand: size as outside Ray, and say why
+        log.warning("mas_envs.sandbox: could not read this Ray worker's CPUs: %r", exc)
+        return None
 
 
 def supports(mode: modes.Mode) -> bool:

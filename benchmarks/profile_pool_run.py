@@ -12,6 +12,12 @@ between programs sees it), and prints the median time of each phase, p25 and p75
   done, ``atexit``, just before ``os._exit``);
 * the run's init (``I1``): when it wakes for the program's exit (its stderr is the worker's).
 
+It also prints the CPU time a run costs, counted by the kernel: the zygotes' own (forking the
+runs' inits) and their reaped children's (each run's init and program process: their set-up,
+the program, their exits and namespaces' teardown in their own context; not the kernel threads
+that free a network namespace later), and this process's (the caller and the pool's manager
+thread). With 2 cores that sum bounds the pool's throughput (2000 ms of CPU a second).
+
 The clock is the machine's ``CLOCK_MONOTONIC`` (the sandbox has no time namespace). The patched
 sources are checked to contain every line a stamp goes after, so a change there fails loudly.
 
@@ -90,6 +96,26 @@ ORDER = [
 ]
 
 
+def _zygote_cpu_s() -> tuple[float, float]:
+    """CPU seconds of the pool's zygotes so far: their own, and their reaped children's."""
+    own = children = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    assert pool._pool is not None
+    for worker in pool._pool.workers:
+        pid = worker.proc.pid  # bubblewrap -> its init -> the zygote
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            inits = f.read().split()
+        for init in inits:
+            with open(f"/proc/{init}/task/{init}/children") as f:
+                zygotes = f.read().split()
+            for zygote in zygotes:
+                with open(f"/proc/{zygote}/stat", "rb") as f:
+                    fields = [int(x) for x in f.read().rsplit(b")", 1)[1].split()[11:15]]
+                own += (fields[0] + fields[1]) / tick
+                children += (fields[2] + fields[3]) / tick
+    return own, children
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -153,6 +179,8 @@ def main() -> None:
     phases: dict[str, list[float]] = collections.defaultdict(list)
     totals = []
     load0 = os.getloadavg()[0]
+    zygote0, inits0 = _zygote_cpu_s()
+    host0 = os.times()
     for _ in range(args.runs):
         now.clear()
         worker_lines.clear()
@@ -169,6 +197,12 @@ def main() -> None:
             phases[tag].append((value - last) / 1e6)
             last = value
         totals.append((now["H9_return"] - t0) / 1e6)
+    host1 = os.times()
+    time.sleep(0.5)  # the last runs' inits are reaped
+    zygote1, inits1 = _zygote_cpu_s()
+    host_ms = (host1.user + host1.system - host0.user - host0.system) * 1e3 / args.runs
+    zygote_ms = (zygote1 - zygote0) * 1e3 / args.runs
+    inits_ms = (inits1 - inits0) * 1e3 / args.runs
     q = statistics.quantiles(totals, n=4)
     print(
         f"load average {load0:.1f} -> {os.getloadavg()[0]:.1f}; {args.runs} runs, "
@@ -177,6 +211,11 @@ def main() -> None:
     print(
         f"run_python total: median {statistics.median(totals):.2f} ms "
         f"(p25 {q[0]:.2f}, p75 {q[2]:.2f})"
+    )
+    print(
+        f"CPU per run: {zygote_ms + inits_ms + host_ms:.2f} ms = zygotes {zygote_ms:.2f} + "
+        f"the runs' inits and program processes {inits_ms:.2f} + this process {host_ms:.2f} "
+        "(the next runs' preparation included; the stamps add a little)"
     )
     print("phase (time since the previous stamp)       median ms    p25    p75   runs")
     for tag in ORDER:

@@ -10,7 +10,7 @@ Presets (``build_tiny_model(preset)`` or ``load_model("tiny:<preset>")``):
 
 - ``"tiny"``: ~0.5M parameters (hidden 128, 2 layers); learns Plan-Path's answer format on a CPU in
   minutes.
-- ``"tiny-bpe"``: ``"tiny"``'s shape on the ``planpath-bpe`` tokenizer (1024 tokens, trained in
+- ``"tiny-bpe"``: ``"tiny"``'s shape on the ``planpath-bpe`` tokenizer (687 tokens, trained in
   code on Plan-Path's texts: :func:`build_planpath_tokenizer`); the default run's model.
 - ``"small"``: ~10M parameters (hidden 256, 10 layers).
 - ``"qwen3-1.7b-shape"``: Qwen3-1.7B's exact shape (hidden 2048, 28 layers, vocab 151936) with
@@ -249,8 +249,8 @@ def build_planpath_tokenizer() -> PreTrainedTokenizerFast:
     """The ``planpath-bpe`` tokenizer: :func:`build_bpe_tokenizer` on :func:`planpath_corpus`,
     :data:`PLANPATH_BPE_VOCAB` tokens (built once per process, ~2 s; no download).
 
-    With it the v1 oracle program is ~45 tokens instead of ~330 bytes and a 5x5 team prompt ~75-110
-    instead of ~360-590.
+    With it the v1 oracle program is 40 tokens instead of ~270 bytes and a 5x5 team prompt ~60-70
+    instead of ~360-590; a move list is one token per move (see :data:`PIECES`).
     """
     from tokenizers import Tokenizer
 

@@ -89,7 +89,7 @@ def _assert_same_run(run_a: Path, run_b: Path, mismatch: float = 1e-5) -> set[st
 @pytest.mark.parametrize(
     ("pin", "policies"),
     [
-        # The default preset, shortened: a policy per role on the tiny-bpe tokenizer (1024 tokens).
+        # The default preset, shortened: a policy per role on the tiny-bpe tokenizer (687 tokens).
         ([], ["planner", "tool"]),
         (["--model.name", "tiny:tiny", "--algo.policy_map", "shared"], ["shared"]),
     ],
@@ -118,7 +118,7 @@ def test_ray_run_matches_single_process_run(tmp_path, pin, policies):
     for name in policies:  # the final checkpoints: same tokenizer, same weights
         (ma, ta), (mb, tb) = (load_model(str(c / name)) for c in ckpts if c)
         assert ta.get_vocab() == tb.get_vocab()
-        assert len(tb) == mb.config.vocab_size == (1024 if not pin else 259)
+        assert len(tb) == mb.config.vocab_size == (687 if not pin else 259)
         wa, wb = ma.state_dict(), mb.state_dict()
         for key, value in wa.items():
             torch.testing.assert_close(wb[key], value, atol=1e-5, rtol=0, msg=key)

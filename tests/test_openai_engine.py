@@ -73,9 +73,13 @@ class FakeServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     step = server.script.pop(0) if server.script else server.default(body)
                 status, payload, delay = step
+                time.sleep(delay)
+                with server.lock:
+                    # Counted out before the reply is sent: a client that has its reply may send
+                    # its next request before this thread would get past the write.
+                    server.in_flight -= 1
+                raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 try:
-                    time.sleep(delay)
-                    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(raw)))
@@ -83,9 +87,6 @@ class FakeServer:
                     self.wfile.write(raw)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
-                finally:
-                    with server.lock:
-                        server.in_flight -= 1
 
             do_GET = _reply
             do_POST = _reply

@@ -67,7 +67,10 @@ def main() -> None:
         ax.errorbar(i, 100 * mean, yerr=err, color="black", capsize=4)
         ax.scatter([i] * len(values[key]), [100 * v for v in values[key]], color="black", s=10,
                    zorder=3)  # fmt: skip
-        ax.text(i, 100 * mean + 3, f"{100 * mean:.0f}%", ha="center", fontsize=8)
+        # The mean at the bar's foot, where no error bar or seed dot covers it.
+        inside = mean > 0.08
+        ax.text(i, 2, f"{100 * mean:.1f}%", ha="center", va="bottom", fontsize=8,
+                color="white" if inside else "black", fontweight="bold")  # fmt: skip
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels([ROWS[k].label.replace(" (", "\n(") for k in keys], fontsize=7)
     ax.set_ylabel("held-out success (%), greedy")

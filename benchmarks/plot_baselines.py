@@ -58,7 +58,7 @@ def main() -> None:
     out_dir = Path(args.out_dir)
     values = _rows(out_dir, args.preset, args.seed)
     keys = [k for k in ROWS if k in values]
-    fig, ax = plt.subplots(figsize=(8, 3.8))
+    fig, ax = plt.subplots(figsize=(9.5, 3.8))
     for i, key in enumerate(keys):
         mean, low, high = mean_ci(values[key])
         team = key.startswith("mas")

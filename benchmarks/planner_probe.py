@@ -41,9 +41,9 @@ def planner_prompts(size: dict[str, object], levels: int) -> list[tuple[str, str
         team.reset(options={"task_id": task_id})
         moves = team.oracle_action("planner")
         run = ProgramRun("ok", moves + "\n", "")
-        report = prompts.planner_report_v1(ToolProgram(0, "", run, ""))
+        shown = prompts.planner_tail_v1(ToolProgram(0, "", run, ""))
         ask = code.observe("tool")["prompt"]
-        out.append((ask.replace(prompts.CODE_ASK_V1, f"{prompts.PLANNER_ASK_V1}\n{report}"), moves))
+        out.append((ask.replace(prompts.CODE_ASK_V1, shown), moves))
     return out
 
 

@@ -227,8 +227,7 @@ def planpath_corpus(episodes: int = 150, seed: int = 0) -> list[str]:
                     for reply, moves in printed:
                         program = extract_code(reply, bare=False) or ""
                         run = ProgramRun("ok", moves + "\n", "")
-                        report = prompts.planner_report_v1(ToolProgram(0, program, run, ""))
-                        shown = f"{prompts.PLANNER_ASK_V1}\n{report}"
+                        shown = prompts.planner_tail_v1(ToolProgram(0, program, run, ""))
                         texts += [ask, reply, ask.replace(prompts.CODE_ASK_V1, shown)]
                 for agent in env.agent_iter():
                     if env.terminations[agent] or env.truncations[agent]:

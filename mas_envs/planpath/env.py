@@ -367,10 +367,7 @@ class PlanPathEnv(TeamGameEnv):
             assert level is not None, "call reset() first"
             head = prompts.head(self._grid_text, self.cols, self._cell, level.goal)
             history = prompts.history_line(self._moves, self._blocked)
-            if own:
-                tail = prompts.CODE_ASK_V1
-            else:
-                tail = f"{prompts.PLANNER_ASK_V1}\n{prompts.planner_report_v1(program)}"
+            tail = prompts.CODE_ASK_V1 if own else prompts.planner_tail_v1(program)
             turn = min(self.turn, self.max_turns - 1)
             return prompts.code_prompt_v1(head, history, turn, self.max_turns, tail)
         if program is not None:

@@ -28,6 +28,7 @@ __all__ = [
     "oracle_program_v1",
     "parse_answer",
     "planner_report_v1",
+    "planner_tail_v1",
     "program_section",
     "prompt",
     "system_text",
@@ -324,10 +325,15 @@ def planner_report_v1(program: programs.ToolProgram | None) -> str:
     return f"The tool agent's program printed:\n{out}"
 
 
+def planner_tail_v1(program: programs.ToolProgram | None) -> str:
+    """The end of a v1 planner prompt: :data:`PLANNER_ASK_V1`, then :func:`planner_report_v1`
+    (so its last line is what the program printed)."""
+    return f"{PLANNER_ASK_V1}\n{planner_report_v1(program)}"
+
+
 def code_prompt_v1(head_text: str, history: str, turn: int, max_turns: int, tail: str) -> str:
     """A ``mas/PlanPathCode-v1`` prompt: the state (:func:`head`, the history line, the turn),
-    then ``tail``: :data:`CODE_ASK_V1` for the tool, :data:`PLANNER_ASK_V1` and
-    :func:`planner_report_v1` for the planner."""
+    then ``tail``: :data:`CODE_ASK_V1` for the tool, :func:`planner_tail_v1` for the planner."""
     return f"{head_text}{history}\nTurn {turn + 1} of {max_turns}.\n{tail}"
 
 

@@ -96,12 +96,15 @@ ORDER = [
 ]
 
 
-def _zygote_cpu_s() -> tuple[float, float]:
-    """CPU seconds of the pool's zygotes so far: their own, and their reaped children's."""
+def zygote_cpu_s(workers: list | None = None) -> tuple[float, float]:
+    """CPU seconds of the pool's zygotes so far (of ``workers``, default: the running pool's):
+    their own, and their reaped children's (every run's init and program process)."""
     own = children = 0.0
     tick = os.sysconf("SC_CLK_TCK")
-    assert pool._pool is not None
-    for worker in pool._pool.workers:
+    if workers is None:
+        assert pool._pool is not None
+        workers = pool._pool.workers
+    for worker in workers:
         pid = worker.proc.pid  # bubblewrap -> its init -> the zygote
         with open(f"/proc/{pid}/task/{pid}/children") as f:
             inits = f.read().split()
@@ -126,8 +129,8 @@ def main() -> None:
 
     zygote = _patched(pool.zygote_source(), ZYGOTE)
     launcher = _patched(modes.launcher_source(), LAUNCHER)
-    pool.zygote_source = lambda: zygote  # type: ignore[method-assign]
-    modes.launcher_source = lambda: launcher  # type: ignore[assignment]
+    pool.zygote_source = lambda: zygote  # type: ignore[assignment]
+    modes.launcher_source = lambda: launcher
 
     now: dict[str, int] = {}
     worker_lines: list[tuple[str, int]] = []
@@ -179,7 +182,7 @@ def main() -> None:
     phases: dict[str, list[float]] = collections.defaultdict(list)
     totals = []
     load0 = os.getloadavg()[0]
-    zygote0, inits0 = _zygote_cpu_s()
+    zygote0, inits0 = zygote_cpu_s()
     host0 = os.times()
     for _ in range(args.runs):
         now.clear()
@@ -199,7 +202,7 @@ def main() -> None:
         totals.append((now["H9_return"] - t0) / 1e6)
     host1 = os.times()
     time.sleep(0.5)  # the last runs' inits are reaped
-    zygote1, inits1 = _zygote_cpu_s()
+    zygote1, inits1 = zygote_cpu_s()
     host_ms = (host1.user + host1.system - host0.user - host0.system) * 1e3 / args.runs
     zygote_ms = (zygote1 - zygote0) * 1e3 / args.runs
     inits_ms = (inits1 - inits0) * 1e3 / args.runs

@@ -6,11 +6,12 @@ program: ~20 ms, most of a trivial program's cost. The pool keeps ``size`` bubbl
 forks one fresh process tree per program and gets it ready *before* a program arrives:
 
 1. the zygote forks the run's init into a new pid namespace; the init reports its pid (the
-   kernel writes it into the message) and this process moves it into the run's own ``pids`` +
-   ``memory`` cgroup (a *slot*, reused run after run but never by two runs at once);
-2. the init makes fresh mount, ipc, network and cgroup namespaces: new empty tmpfs ``/sandbox``,
-   ``/tmp``, ``/dev/shm``, ``/code``, a ``/proc`` of its own, a loopback of its own; then forks the
-   program's process, which waits for a job.
+   kernel writes it into the message) and moves itself into the run's own ``pids`` + ``memory``
+   cgroup (a *slot*, reused run after run but never by two runs at once), through the slot's
+   ``cgroup.procs`` files, which this process opened and sent with the request;
+2. the init makes fresh mount, ipc, network and cgroup namespaces and forks the program's
+   process, which mounts new empty tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm``, ``/code`` and a
+   ``/proc`` of its own there, brings up the run's own loopback, and waits for a job.
 
 A job then goes straight from this process to that waiting process (the zygote never sees it):
 the program's process closes every other descriptor, installs the seccomp filter, restores the
@@ -229,6 +230,22 @@ class _Slot:
         # + 1: the run's init (the program's own processes get MAX_PROCESSES, as in a cold run)
         self.group = cgroup.RunCgroup(runner.MAX_PROCESSES + 1, DEFAULT_MEMORY, name=name)
         self.memory = DEFAULT_MEMORY
+        # Each run's init writes itself into these (the kernel checks our credentials, the
+        # opener's): no round trip to this process to move it.
+        self.procs_fds: list[int] = []
+        try:
+            for d in self.group.dirs:
+                self.procs_fds.append(os.open(os.path.join(d, "cgroup.procs"), os.O_WRONLY))
+        except OSError:
+            self.close()
+            self.group.remove()
+            raise
+
+    def close(self) -> None:
+        for fd in self.procs_fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.procs_fds = []
 
     def set_memory(self, nbytes: int) -> None:
         if nbytes == self.memory:
@@ -671,7 +688,7 @@ class _Pool:
         seq = next(self._seq).to_bytes(4, "little")
         child = _Child(worker, seq, slot, ours, time.monotonic())
         try:
-            socket.send_fds(worker.ctl, [b"F" + seq], [theirs.fileno()])
+            socket.send_fds(worker.ctl, [b"F" + seq], [theirs.fileno(), *slot.procs_fds])
         except OSError:
             child.close()
             with self.cond:
@@ -694,10 +711,8 @@ class _Pool:
                 pid = _sender_pid(ancdata)
                 child.init_pid = pid
                 child.pidfd = os.pidfd_open(pid)
-                child.slot.group.add(pid)
-                sock.send(b"G")
             except OSError as exc:
-                self._drop(child, f"its init could not be moved into its cgroup: {exc}")
+                self._drop(child, f"the run's init is gone: {exc}")
         elif kind == b"P":
             self.sel.unregister(sock)
             try:
@@ -790,6 +805,7 @@ class _Pool:
             _stop(worker)
         for slot in self.slots:
             slot.group.kill_all()
+            slot.close()
             slot.group.remove()
         self.sel.close()
         for fd in (self.wake_r, self.wake_w):
@@ -821,6 +837,8 @@ class _Pool:
                 fds.append(child.chan.fileno())
                 if child.pidfd is not None:
                     fds.append(child.pidfd)
+        for slot in self.slots:
+            fds += slot.procs_fds
         with contextlib.suppress(OSError, ValueError):
             fds.append(self.sel.fileno())
         for fd in fds:

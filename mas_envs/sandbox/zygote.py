@@ -7,19 +7,22 @@ capabilities to make namespaces), with one argument: the descriptor of a ``marsh
 socket, ``tmpfs_bytes``). Three kinds of process run this code:
 
 * the **zygote** (one per worker) never runs model code and never receives any: it gets
-  requests over its control socket (``F`` + a sequence number, with one descriptor: the new
-  run's channel to the host), forks the run's *init* into a new pid namespace, and reports when
-  it has reaped it (``R``). Its memory holds no program, input or output, ever.
+  requests over its control socket (``F`` + a sequence number, with three descriptors: the new
+  run's channel to the host and, opened by the host, the ``cgroup.procs`` files of the run's
+  ``pids`` and ``memory`` cgroups), forks the run's *init* into a new pid namespace, and reports
+  when it has reaped it (``R``). Its memory holds no program, input or output, ever.
 * the run's **init** (pid 1 of its own pid namespace) tells the host it exists (``I``; the kernel
-  adds its pid to the message), makes fresh mount, ipc and network namespaces with new private
-  tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm`` and ``/code``, a ``/proc`` of its pid namespace and
-  the loopback up, waits until the host has moved it into the run's own ``pids`` + ``memory``
-  cgroup (``G``), makes a cgroup namespace rooted there, forks the program's process and reaps
-  the run's orphans. It leaves the program's process, once it exits, a zombie: the host reads its
-  exit status and CPU time from ``/proc`` and then kills the init, and the kernel kills whatever
-  the run left in its pid namespace.
+  adds its pid to the message), moves itself into the run's own ``pids`` + ``memory`` cgroup,
+  makes fresh mount, ipc, network and cgroup namespaces (the last rooted at that cgroup), forks
+  the program's process and reaps the run's orphans. It runs as little Python as it can
+  (:func:`_init`): each page of the zygote's memory it writes is copied, and copied again by
+  the program's process when that writes it too. It leaves the program's
+  process, once it exits, a zombie: the host reads its exit status and CPU time from ``/proc``
+  and then kills the init, and the kernel kills whatever the run left in its pid namespace.
 * the **program's process** (pid 2, as in a cold run; the init closed every descriptor but
-  stdin/stdout/stderr and the channel) installs the seccomp filter, runs the job's steps once on
+  stdin/stdout/stderr and the channel) mounts new private tmpfs ``/sandbox``, ``/tmp``,
+  ``/dev/shm`` and ``/code`` and a ``/proc`` of its pid namespace in the run's mount namespace,
+  brings up the run's loopback, installs the seccomp filter, runs the job's steps once on
   nothing (:func:`_warm_up`: the page copies they cause happen before the job, not on its path),
   puts the interpreter back as a fresh start leaves it (modules imported since, import caches,
   signal mask and handlers),
@@ -143,8 +146,9 @@ def _fork_init(own_pid_ns: int) -> int:
     return pid
 
 
-def _zygote(spec: dict) -> int:
-    """Serve fork requests until the host leaves; returns only in a new run's init (its channel)."""
+def _zygote(spec: dict) -> list:
+    """Serve fork requests until the host leaves; returns only in a new run's init: its channel
+    and the run's two ``cgroup.procs`` descriptors."""
     _check(_libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "prctl(PR_SET_DUMPABLE)")
     ctl = _socket.socket(fileno=spec["ctl"])
     own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
@@ -161,22 +165,23 @@ def _zygote(spec: dict) -> int:
                 os.waitpid(pid, 0)
                 ctl.send(b"R" + seq)
                 continue
-            msg, fds = _recv(ctl, 1)
+            msg, fds = _recv(ctl, 3)
             if not msg:  # the host is gone: so is the worker (bubblewrap's init follows us)
                 os._exit(0)
-            if msg[:1] != b"F" or len(fds) != 1:
+            if msg[:1] != b"F" or len(fds) != 3:
                 for extra in fds:
                     os.close(extra)
                 continue
-            seq, chan = msg[1:], fds[0]
+            seq = msg[1:]
             pid = _fork_init(own_pid_ns)
             if pid == 0:
                 ctl.close()
                 os.close(own_pid_ns)
                 for pidfd in inits:
                     os.close(pidfd)
-                return chan
-            os.close(chan)
+                return fds
+            for fd in fds:
+                os.close(fd)
             if pid < 0:
                 ctl.send(b"E" + seq)
                 continue
@@ -185,7 +190,7 @@ def _zygote(spec: dict) -> int:
             poller.register(pidfd, select.POLLIN)
 
 
-# ---------------------------------------------------------------------------- the run's init
+# ---------------------------------------------------------------------------- the run's namespaces
 
 
 def _mount(source, target: str, fstype, flags: int, data: str | None = None) -> None:
@@ -226,24 +231,29 @@ def _loopback_up() -> None:
         os.close(sock)
 
 
-def _init(chan_fd: int, spec: dict) -> dict:
-    """The run's init. Returns only in the program's process: its job's spec."""
-    chan = _socket.socket(fileno=chan_fd)
+# ---------------------------------------------------------------------------- the run's init
+
+
+def _init(fds: list, spec: dict) -> dict:
+    """The run's init. Returns only in the program's process: its job's spec.
+
+    Only the namespaces and the fork happen here. The init moves itself into the run's cgroups
+    (through the ``cgroup.procs`` descriptors the host opened: the kernel checks the opener's
+    credentials) and makes every namespace at once, with no round trip to the host. The mounts
+    and the loopback, which the program's process has to do in the same namespaces anyway, are
+    the program's process's (:func:`_program`): the Python code they run writes pages the
+    program's process writes too, and done here each of those pages would be copied twice.
+    """
+    chan = _socket.socket(fileno=fds[0])
     try:
         chan.send(b"I")  # the host reads our pid from the message's credentials
-        # While the host moves us into the run's cgroups: the namespaces that do not need it.
-        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+        for procs in fds[1:]:
+            os.write(procs, b"0")  # into the run's own pids and memory cgroups
+        flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWCGROUP  # rooted at the slot
+        _check(_libc.unshare(flags), "unshare")
         os.setsid()  # a cold run's program is in session and group 1 too
-        _private_mounts(spec["tmpfs_bytes"])
-        _loopback_up()
-        os.chdir("/sandbox")
-        if chan.recv(16) != b"G":  # moved (or the host gave up on us)
-            os._exit(0)
-        _check(_libc.unshare(CLONE_NEWCGROUP), "unshare(CLONE_NEWCGROUP)")  # rooted at the slot
-        for name in os.listdir("/proc/self/fd"):
-            if int(name) > 2 and int(name) != chan.fileno():
-                with _Quiet():
-                    os.close(int(name))
+        os.closerange(3, chan.fileno())  # every descriptor but stdin/out/err and the channel
+        os.closerange(chan.fileno() + 1, 1 << 30)
         pid = os.fork()
     except BaseException as exc:
         with _Quiet():
@@ -281,11 +291,15 @@ def _reap(chan, main_pid: int) -> None:
 def _program(chan, spec: dict) -> dict:
     """Get ready, wait for the job, and return its spec with stdin/stdout/stderr in place.
 
-    Everything that does not depend on the job happens before it arrives: the seccomp filter
-    and the interpreter put back as a cold launcher has it when its set-up starts (no module of
-    this file's; the init closed every descriptor but the channel and stdin/out/err).
+    Everything that does not depend on the job happens before it arrives: the run's mounts and
+    loopback, the seccomp filter and the interpreter put back as a cold launcher has it when
+    its set-up starts (no module of this file's; the init closed every descriptor but the
+    channel and stdin/out/err).
     """
     try:
+        _private_mounts(spec["tmpfs_bytes"])
+        _loopback_up()
+        os.chdir("/sandbox")
         if spec["seccomp"] is not None:
             _seccomp(spec["seccomp"])
         _warm_up()

@@ -206,8 +206,10 @@ def _resolved(cfg: Any) -> dict[str, Any]:
     policies = set(role_policies(cfg, _roles(cfg)).values())
     # Only the per-policy rates this row's policies use (a shared policy uses none of them).
     by_policy = {p: r for p, r in cfg.optim.warmstart_lr_by_policy.items() if p in policies}
+    rl_by_policy = {p: r for p, r in cfg.optim.lr_by_policy.items() if p in policies}
     return {
         **({"warmstart_lr_by_policy": by_policy} if by_policy else {}),
+        **({"lr_by_policy": rl_by_policy} if rl_by_policy else {}),
         "env": {"id": cfg.env.id, "mode": cfg.env.mode, "options": cfg.env.options},
         "model": cfg.model.name,
         "warmstart_steps": cfg.optim.warmstart_steps,
@@ -467,13 +469,14 @@ def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]
         return lines
     cfg = next((r["config"] for r in rows if r["key"] == "mas-per-role"), rows[0]["config"])
     per_policy = "".join(f", {p} {v:g}" for p, v in cfg.get("warmstart_lr_by_policy", {}).items())
+    rl_per_policy = "".join(f", {p} {v:g}" for p, v in cfg.get("lr_by_policy", {}).items())
     lines += [
         f"## {preset}, seed {seed}",
         "",
         f"Budget (team, per policy): warm start {cfg['warmstart_steps']} steps (lr "
         f"{cfg['warmstart_lr']:g}{per_policy}, decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
         f"{cfg['rl_steps']} steps x {cfg['tasks_per_step']} tasks x K={cfg['k']} at "
-        f"T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}); held-out: first "
+        f"T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}{rl_per_policy}); held-out: first "
         f"{cfg['eval_episodes']} {cfg.get('eval_split', 'test')} tasks, greedy; env "
         f"{cfg['env']['id']} "
         f"{json.dumps(cfg['env']['options'])}; model {cfg.get('model', '?')}; commit "

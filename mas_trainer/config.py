@@ -253,6 +253,10 @@ class OptimConfig:
     """RL training steps (one rollout + one update per step)."""
     lr: float = 1e-6
     """AdamW learning rate of the RL phase."""
+    lr_by_policy: dict[str, float] = field(default_factory=dict)
+    """Per policy name, an RL learning rate in place of ``lr``, e.g. ``'{"planner": 1e-3}'``
+    (per-role policies are named by role, a shared one ``shared``). Policies not named use
+    ``lr``; a name that is no policy of the run is ignored (as in ``warmstart_lr_by_policy``)."""
     weight_decay: float = 0.01
     """AdamW weight decay."""
     grad_clip: float = 1.0
@@ -284,14 +288,24 @@ class OptimConfig:
     the oracle's answer every time. Below 1 the warm start teaches the role's answer format without
     teaching it what solves the task. (The oracle's answer is what is played either way.)"""
 
+    def lr_of(self, policy: str) -> float:
+        """The RL learning rate of ``policy``: its ``lr_by_policy`` entry, else ``lr``."""
+        return float(self.lr_by_policy.get(policy, self.lr))
+
+    def warmstart_lr_of(self, policy: str) -> float:
+        """The warm start's peak rate of ``policy``: its ``warmstart_lr_by_policy`` entry, else
+        ``warmstart_lr``."""
+        return float(self.warmstart_lr_by_policy.get(policy, self.warmstart_lr))
+
     def __post_init__(self) -> None:
         _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
         _check(self.lr > 0 and self.warmstart_lr > 0, "optim.lr and warmstart_lr must be > 0")
-        for name, rate in self.warmstart_lr_by_policy.items():
-            _check(
-                isinstance(rate, int | float) and rate > 0,
-                f"optim.warmstart_lr_by_policy[{name!r}] must be a number > 0, got {rate!r}",
-            )
+        for field_name in ("lr_by_policy", "warmstart_lr_by_policy"):
+            for name, rate in getattr(self, field_name).items():
+                _check(
+                    isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0,
+                    f"optim.{field_name}[{name!r}] must be a number > 0, got {rate!r}",
+                )
         _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         _check(self.grad_clip > 0, "optim.grad_clip must be > 0")
         _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")

@@ -158,14 +158,24 @@ def build_policies(
             autocast=sample_dtype,
         )
 
-    def check(model: Any) -> None:
-        for steps, lr, what in (
-            (cfg.optim.steps, cfg.optim.lr, " (optim.lr)"),
-            (cfg.optim.warmstart_steps, cfg.optim.warmstart_lr, " (optim.warmstart_lr)"),
+    def check(model: Any, names: Sequence[str]) -> None:
+        """Refuse a rate the weights of ``model`` (trained as the policies ``names``) cannot
+        resolve: the smallest RL and warm-start rate among those policies."""
+        o = cfg.optim
+        for steps, rates, field_name, by_policy in (
+            (o.steps, {n: o.lr_of(n) for n in names}, "lr", o.lr_by_policy),
+            (
+                o.warmstart_steps,
+                {n: o.warmstart_lr_of(n) for n in names},
+                "warmstart_lr",
+                o.warmstart_lr_by_policy,
+            ),
         ):
             if steps:
+                name = min(rates, key=rates.__getitem__)
+                what = f"{field_name}_by_policy[{name!r}]" if name in by_policy else field_name
                 params = [p for p in model.parameters() if p.requires_grad]
-                check_update_precision(params, lr, what)
+                check_update_precision(params, rates[name], f" (optim.{what})")
 
     policies: dict[str, Policy] = {}
     if cfg.algo.policy_map == "per_role_lora":
@@ -174,20 +184,21 @@ def build_policies(
         base, tokenizer = load(str(load_from / "base") if load_from else cfg.model.name)
         # Fresh adapters; on resume the learners' state restores each adapter's trained weights.
         model = add_lora_adapters(base, policy_names, r=cfg.algo.lora_r, alpha=cfg.algo.lora_alpha)
-        check(model)
+        check(model, policy_names)
         for name in policy_names:
             policies[name] = Policy(
                 name, model, engine(model, tokenizer, name), adapter=name, tokenizer=tokenizer
             )
         return policies
+    sources = {n: str(load_from / n) if load_from else cfg.model.model_for(n) for n in policy_names}
     loaded: dict[str, tuple[Any, Any]] = {}
     for name in policy_names:
-        source = str(load_from / name) if load_from else cfg.model.model_for(name)
+        source = sources[name]
         if source in loaded:  # same start as an earlier policy: an independent copy
             model, tokenizer = copy.deepcopy(loaded[source][0]), loaded[source][1]
         else:
             model, tokenizer = loaded[source] = load(source)
-            check(model)
+            check(model, [n for n in policy_names if sources[n] == source])
         policies[name] = Policy(name, model, engine(model, tokenizer), tokenizer=tokenizer)
     return policies
 

@@ -228,12 +228,12 @@ def _train(
     # One learner per policy for both phases: the warm start's AdamW state carries into RL.
     for pol in policies.values():
         pol.learner = make_learner(
-            cfg, pol, lr=cfg.optim.lr, mini_batch_size=cfg.optim.mini_batch_size
+            cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
         )
         if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
             saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
             # The saved optimiser would restore its own rate and decay: the config's win.
-            lr, wd = cfg.optim.lr, cfg.optim.weight_decay
+            lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
             pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
     if cfg.optim.warmstart_steps and not state["warmstart_done"]:
         t0 = time.perf_counter()
@@ -451,7 +451,9 @@ def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: dict[str, An
             refused.append(f"{key} {old!r} -> {value!r}: {why}")
         else:
             how = (
-                "set in the restored optimiser" if key in ("optim.lr", "optim.weight_decay") else ""
+                "set in the restored optimiser"
+                if key in ("optim.lr", "optim.lr_by_policy", "optim.weight_decay")
+                else ""
             )
             notes.append(f"{key} {old!r} -> {value!r}" + (f" ({how})" if how else ""))
     if refused:

@@ -109,3 +109,16 @@ def test_engine_gets_bf16_copies_at_sync_and_samples_at_the_learners_precision()
             for a, b in zip(s.logprobs, lp, strict=True)
         )
     assert gaps["bf16"] < gaps["fp32"]
+
+
+def test_a_per_policy_rate_too_small_for_bf16_is_refused_naming_its_policy():
+    from mas_trainer.config import build_config
+    from mas_trainer.policy import build_policies
+
+    bf16 = ["--model.name", "tiny:tiny", "--model.dtype", "bfloat16", "--optim.lr", "1e-2"]
+    ok = build_config("plan-path-tiny", overrides=[*bf16, "--algo.policy_map", "per_role"])
+    assert set(build_policies(ok, ["planner", "tool"], None)) == {"planner", "tool"}
+    slow = ["--optim.lr_by_policy", '{"planner": 1e-6}']
+    cfg = build_config("plan-path-tiny", overrides=[*bf16, "--algo.policy_map", "per_role", *slow])
+    with pytest.raises(ValueError, match=r"lr 1e-06 .*\(optim.lr_by_policy\['planner'\]\)"):
+        build_policies(cfg, ["planner", "tool"], None)

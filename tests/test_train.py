@@ -353,3 +353,37 @@ def test_rl_continues_the_warm_starts_optimizer_and_reports_cpu_time(tmp_path):
     assert min(steps) >= 2 + 1  # 2 warm-start steps, then at least one RL mini-batch
     assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-3)  # RL's rate
     assert summary["cpu_s"] > 0 and summary["eval_episodes"] == 4
+
+
+def test_per_policy_rl_rates_reach_each_learner_and_a_resume_can_change_them(tmp_path):
+    rates = ["--algo.policy_map", "per_role", "--optim.lr_by_policy", '{"echo": 3e-3}']
+    train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1", *rates))
+
+    def saved_rates() -> dict[str, float]:
+        ckpt = RunDir(tmp_path / "r").latest_checkpoint()
+        return {
+            role: torch.load(ckpt / f"learner-{role}.pt", weights_only=False)["optimizer"][
+                "param_groups"
+            ][0]["lr"]
+            for role in ("caller", "echo")
+        }
+
+    assert saved_rates() == pytest.approx({"caller": 1e-3, "echo": 3e-3})
+    rl = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "rl"]
+    assert rl[0]["optim/lr/echo"] == pytest.approx(3e-3)
+    assert rl[0]["optim/lr/caller"] == pytest.approx(1e-3)
+    # A resume with other rates sets them in the restored optimisers.
+    resumed = ["--run.resume", str(tmp_path / "r"), "--optim.steps", "2"]
+    more = ["--optim.lr_by_policy", '{"caller": 5e-4}']
+    train(build_config(overrides=[*FAST, *resumed, *rates[:2], *more]))
+    assert saved_rates() == pytest.approx({"caller": 5e-4, "echo": 1e-3})
+
+
+def test_config_checks_per_policy_rl_rates():
+    cfg = build_config("plan-path-tiny", overrides=["--optim.lr_by_policy", '{"planner": 1e-3}'])
+    assert cfg.optim.lr_of("planner") == 1e-3 and cfg.optim.lr_of("tool") == cfg.optim.lr
+    from mas_trainer.config import ConfigError
+
+    for bad in ('{"tool": 0}', '{"tool": "fast"}', '{"tool": true}'):
+        with pytest.raises(ConfigError, match=r"lr_by_policy\['tool'\] must be a number > 0"):
+            build_config("plan-path-tiny", overrides=["--optim.lr_by_policy", bad])

@@ -27,8 +27,9 @@ row is evaluated on the same held-out tasks (the first ``eval.episodes`` of the 
 
 **Same budget.** A team of R roles with one policy per role trains R policies; the rows with one
 policy get the same optimisation effort, not the same number of steps per policy: their warm start
-runs R times ``optim.warmstart_steps`` steps (as many supervised samples and optimizer steps as the
-team's R policies together), and the single agent plays R times ``rollout.tasks_per_step`` tasks
+runs as many steps as the team's R policies together (R times ``optim.warmstart_steps``, or the sum
+of ``optim.warmstart_steps_by_policy``'s steps where it names a role: as many supervised samples
+and optimizer steps), and the single agent plays R times ``rollout.tasks_per_step`` tasks
 per RL step (as many trained samples, so as many optimizer steps, and about as many generated
 tokens per step as the team, whose every task gives a sample per role). RL steps, K, mini-batch,
 learning rate and token limits are the preset's for every row.
@@ -154,9 +155,9 @@ def _roles(cfg: Any) -> list[str]:
     return list(env_factory(cfg.env.id, mode=cfg.env.mode, **cfg.env.options)().possible_agents)
 
 
-def _team_roles(preset: str, common: list[str]) -> int:
-    """How many roles the preset's team has (the budget factor of one-policy rows)."""
-    return len(_roles(_config(preset, [*common, "--env.mode", "mas"])))
+def _team_roles(preset: str, common: list[str]) -> list[str]:
+    """The roles of the preset's team (its per-role policies' names)."""
+    return _roles(_config(preset, [*common, "--env.mode", "mas"]))
 
 
 def _kind_overrides(preset: str, kind: str, common: list[str]) -> list[str]:
@@ -165,10 +166,11 @@ def _kind_overrides(preset: str, kind: str, common: list[str]) -> list[str]:
     out = [*common, "--env.mode", mode, "--algo.policy_map", policy_map]
     roles = _team_roles(preset, common)
     base = _config(preset, common)
-    if policy_map != "per_role" and roles > 1:  # one policy does the work of the team's R
-        out += ["--optim.warmstart_steps", str(base.optim.warmstart_steps * roles)]
-    if mode == "single" and roles > 1:  # one sample per task instead of one per role
-        out += ["--rollout.tasks_per_step", str(base.rollout.tasks_per_step * roles)]
+    if policy_map != "per_role" and len(roles) > 1:  # one policy does the work of the team's
+        steps = sum(base.optim.warmstart_steps_of(role) for role in roles)
+        out += ["--optim.warmstart_steps", str(steps)]
+    if mode == "single" and len(roles) > 1:  # one sample per task instead of one per role
+        out += ["--rollout.tasks_per_step", str(base.rollout.tasks_per_step * len(roles))]
     return out
 
 
@@ -207,8 +209,12 @@ def _resolved(cfg: Any) -> dict[str, Any]:
     # Only the per-policy rates this row's policies use (a shared policy uses none of them).
     by_policy = {p: r for p, r in cfg.optim.warmstart_lr_by_policy.items() if p in policies}
     rl_by_policy = {p: r for p, r in cfg.optim.lr_by_policy.items() if p in policies}
+    steps_by_policy = {
+        p: n for p, n in cfg.optim.warmstart_steps_by_policy.items() if p in policies
+    }
     return {
         **({"warmstart_lr_by_policy": by_policy} if by_policy else {}),
+        **({"warmstart_steps_by_policy": steps_by_policy} if steps_by_policy else {}),
         **({"lr_by_policy": rl_by_policy} if rl_by_policy else {}),
         "env": {"id": cfg.env.id, "mode": cfg.env.mode, "options": cfg.env.options},
         "model": cfg.model.name,
@@ -470,10 +476,11 @@ def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]
     cfg = next((r["config"] for r in rows if r["key"] == "mas-per-role"), rows[0]["config"])
     per_policy = "".join(f", {p} {v:g}" for p, v in cfg.get("warmstart_lr_by_policy", {}).items())
     rl_per_policy = "".join(f", {p} {v:g}" for p, v in cfg.get("lr_by_policy", {}).items())
+    steps = "".join(f", {p} {n}" for p, n in cfg.get("warmstart_steps_by_policy", {}).items())
     lines += [
         f"## {preset}, seed {seed}",
         "",
-        f"Budget (team, per policy): warm start {cfg['warmstart_steps']} steps (lr "
+        f"Budget (team, per policy): warm start {cfg['warmstart_steps']}{steps} steps (lr "
         f"{cfg['warmstart_lr']:g}{per_policy}, decay to {cfg['warmstart_min_lr_ratio']:g}x), RL "
         f"{cfg['rl_steps']} steps x {cfg['tasks_per_step']} tasks x K={cfg['k']} at "
         f"T={cfg['temperature']:g} (lr {cfg['rl_lr']:g}{rl_per_policy}); held-out: first "

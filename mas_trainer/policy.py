@@ -165,8 +165,8 @@ def build_policies(
         for steps, rates, field_name, by_policy in (
             (o.steps, {n: o.lr_of(n) for n in names}, "lr", o.lr_by_policy),
             (
-                o.warmstart_steps,
-                {n: o.warmstart_lr_of(n) for n in names},
+                max(o.warmstart_steps_of(n) for n in names),
+                {n: o.warmstart_lr_of(n) for n in names if o.warmstart_steps_of(n)},
                 "warmstart_lr",
                 o.warmstart_lr_by_policy,
             ),

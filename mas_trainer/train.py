@@ -235,7 +235,8 @@ def _train(
             # The saved optimiser would restore its own rate and decay: the config's win.
             lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
             pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
-    if cfg.optim.warmstart_steps and not state["warmstart_done"]:
+    warmstart_steps = max(cfg.optim.warmstart_steps_of(name) for name in policies)
+    if warmstart_steps and not state["warmstart_done"]:
         t0 = time.perf_counter()
         tasks = [
             train_ids[int(i)]
@@ -251,11 +252,11 @@ def _train(
             enable_thinking=cfg.rollout.enable_thinking,
             oracle_share=cfg.optim.warmstart_oracle_share,
         )
-        bar = tqdm(total=cfg.optim.warmstart_steps, desc="warm start", disable=not show)
+        bar = tqdm(total=warmstart_steps, desc="warm start", disable=not show)
 
         def on_step(i: int, m: dict[str, float]) -> None:
             bar.update(1)
-            if i % 10 == 0 or i == cfg.optim.warmstart_steps:
+            if i % 10 == 0 or i == warmstart_steps:
                 run.log(i, {f"warmstart/{k}": v for k, v in m.items()}, phase="warmstart")
                 bar.set_postfix({k: f"{v:.3f}" for k, v in list(m.items())[:2]})
 
@@ -269,6 +270,7 @@ def _train(
             lr=cfg.optim.warmstart_lr,
             min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
             lr_by_policy=cfg.optim.warmstart_lr_by_policy,
+            steps_by_policy=cfg.optim.warmstart_steps_by_policy,
         )
         bar.close()
         for pol in policies.values():
@@ -363,7 +365,7 @@ def _train(
 
     # ---------------------------------------------------------------- 4. final eval, save, summary
     if not interrupted:
-        untouched = m_init is not None and not (cfg.optim.steps or cfg.optim.warmstart_steps)
+        untouched = m_init is not None and not (cfg.optim.steps or warmstart_steps)
         # An untrained run (a prompting baseline) has the step-0 weights: do not play it twice.
         m = dict(m_init) if untouched and m_init is not None else evaluate(step, "final")
         run.log(step, m, phase="final")

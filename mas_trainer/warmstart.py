@@ -175,6 +175,7 @@ def warm_start(
     lr: float | None = None,
     min_lr_ratio: float = 1.0,
     lr_by_policy: Mapping[str, float] | None = None,
+    steps_by_policy: Mapping[str, int] | None = None,
 ) -> dict[str, float]:
     """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
 
@@ -193,6 +194,8 @@ def warm_start(
         lr: Peak learning rate of the schedule (``None``: each learner's own rate, constant).
         min_lr_ratio: Rate at the last step as a share of ``lr`` (1.0 = constant rate).
         lr_by_policy: Per policy name, a peak rate in place of ``lr`` (same schedule).
+        steps_by_policy: Per policy name, its steps in place of ``steps``: its schedule spans
+            them, and step ``s`` trains only the policies with at least ``s`` steps.
 
     Returns:
         The last step's metrics, prefixed by policy name when there are several policies.
@@ -206,12 +209,15 @@ def warm_start(
     if not 0.0 <= min_lr_ratio <= 1.0:
         raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
     peak = {p: (lr_by_policy or {}).get(p, lr) for p in by_policy}
+    length = {p: int((steps_by_policy or {}).get(p, steps)) for p in by_policy}
     last: dict[str, float] = {}
-    for step in range(1, steps + 1):
+    for step in range(1, max(length.values(), default=0) + 1):
         metrics: dict[str, float] = {}
         for policy, pool in by_policy.items():
+            if step > length[policy]:
+                continue
             rate = peak[policy]
-            step_lr = None if rate is None else cosine_lr(rate, min_lr_ratio, step, steps)
+            step_lr = None if rate is None else cosine_lr(rate, min_lr_ratio, step, length[policy])
             idx = rng.choice(len(pool), size=min(batch_size, len(pool)), replace=False)
             m = learners[policy].sft_update([pool[i] for i in idx], lr=step_lr)
             if step_lr is not None:

@@ -73,6 +73,31 @@ def test_a_per_policy_rate_replaces_the_peak_of_that_policy_only():
     assert planner.rates == pytest.approx([cosine_lr(2e-2, 0.5, s, 3) for s in range(1, 4)])
 
 
+def test_per_policy_steps_give_each_policy_its_own_schedule_and_log_only_its_steps():
+    tool, planner = RecordingLearner(), RecordingLearner()
+    logged: list[tuple[int, set[str]]] = []
+    warm_start(
+        {"tool": tool, "planner": planner}, [*_samples(4, "tool"), *_samples(4, "planner")],
+        steps=2, batch_size=2, rng=np.random.default_rng(0), lr=1e-2, min_lr_ratio=0.1,
+        steps_by_policy={"planner": 5}, on_step=lambda i, m: logged.append((i, set(m))),
+    )  # fmt: skip
+    assert tool.rates == pytest.approx([cosine_lr(1e-2, 0.1, s, 2) for s in range(1, 3)])
+    assert planner.rates == pytest.approx([cosine_lr(1e-2, 0.1, s, 5) for s in range(1, 6)])
+    assert [i for i, _ in logged] == [1, 2, 3, 4, 5]
+    assert all(any(k.startswith("tool/") for k in keys) == (i <= 2) for i, keys in logged)
+
+
+def test_config_checks_per_policy_steps():
+    cfg = build_config(
+        "plan-path-tiny", overrides=["--optim.warmstart_steps_by_policy", '{"planner": 800}']
+    )
+    assert cfg.optim.warmstart_steps_of("planner") == 800
+    assert cfg.optim.warmstart_steps_of("tool") == cfg.optim.warmstart_steps
+    for bad in ('{"planner": -1}', '{"planner": 2.5}', '{"planner": "many"}'):
+        with pytest.raises(ConfigError, match=r"warmstart_steps_by_policy\['planner'\] must be"):
+            build_config("plan-path-tiny", overrides=["--optim.warmstart_steps_by_policy", bad])
+
+
 def test_config_checks_per_policy_rates():
     cfg = build_config(
         "plan-path-tiny", overrides=["--optim.warmstart_lr_by_policy", '{"tool": 0.5}']

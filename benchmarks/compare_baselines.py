@@ -27,11 +27,12 @@ row is evaluated on the same held-out tasks (the first ``eval.episodes`` of the 
 
 **Same budget.** A team of R roles with one policy per role trains R policies; the rows with one
 policy get the same optimisation effort, not the same number of steps per policy: their warm start
-runs as many steps as the team's R policies together (R times ``optim.warmstart_steps``, or the sum
-of ``optim.warmstart_steps_by_policy``'s steps where it names a role: as many supervised samples
-and optimizer steps), and the single agent plays R times ``rollout.tasks_per_step`` tasks
-per RL step (as many trained samples, so as many optimizer steps, and about as many generated
-tokens per step as the team, whose every task gives a sample per role). RL steps, K, mini-batch,
+runs as many steps as the team's R policies together (R times ``optim.warmstart_steps``, or the
+sum of the roles' steps where ``optim.warmstart_steps_factor_by_policy`` scales some: as many
+supervised samples and optimizer steps), and the single agent plays R times
+``rollout.tasks_per_step`` tasks per RL step (as many trained samples, so as many optimizer steps,
+and about as many generated tokens per step as the team, whose every task gives a sample per
+role). RL steps, K, mini-batch,
 learning rate and token limits are the preset's for every row.
 
 Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episodes`` (or any
@@ -210,7 +211,9 @@ def _resolved(cfg: Any) -> dict[str, Any]:
     by_policy = {p: r for p, r in cfg.optim.warmstart_lr_by_policy.items() if p in policies}
     rl_by_policy = {p: r for p, r in cfg.optim.lr_by_policy.items() if p in policies}
     steps_by_policy = {
-        p: n for p, n in cfg.optim.warmstart_steps_by_policy.items() if p in policies
+        p: cfg.optim.warmstart_steps_of(p)
+        for p in sorted(policies)
+        if p in cfg.optim.warmstart_steps_factor_by_policy
     }
     return {
         **({"warmstart_lr_by_policy": by_policy} if by_policy else {}),

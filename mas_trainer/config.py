@@ -267,10 +267,12 @@ class OptimConfig:
     """Samples per forward/backward pass (gradient accumulation; 0 = the mini-batch)."""
     warmstart_steps: int = 0
     """Supervised steps on oracle transcripts before RL (0 = no warm start)."""
-    warmstart_steps_by_policy: dict[str, int] = field(default_factory=dict)
-    """Per policy name, supervised steps in place of ``warmstart_steps``, e.g.
-    ``'{"planner": 800}'``: each policy's rate schedule spans its own steps, and a policy with
-    fewer steps stops first. A name that is no policy of the run is ignored."""
+    warmstart_steps_factor_by_policy: dict[str, float] = field(default_factory=dict)
+    """Per policy name, a factor on ``warmstart_steps`` for that policy (its steps rounded to a
+    whole number), e.g. ``'{"planner": 2}'``: each policy's rate schedule spans its own steps,
+    and a policy with fewer steps stops first. Scaling (rather than fixed counts) keeps an
+    override of ``warmstart_steps`` in force for every policy. A name that is no policy of the
+    run is ignored."""
     warmstart_lr: float = 1e-3
     """AdamW learning rate of the warm start (its peak, with ``warmstart_min_lr_ratio`` < 1)."""
     warmstart_lr_by_policy: dict[str, float] = field(default_factory=dict)
@@ -297,9 +299,9 @@ class OptimConfig:
         return float(self.lr_by_policy.get(policy, self.lr))
 
     def warmstart_steps_of(self, policy: str) -> int:
-        """The warm start's steps of ``policy``: its ``warmstart_steps_by_policy`` entry, else
-        ``warmstart_steps``."""
-        return int(self.warmstart_steps_by_policy.get(policy, self.warmstart_steps))
+        """The warm start's steps of ``policy``: ``warmstart_steps`` times its
+        ``warmstart_steps_factor_by_policy`` entry (1 if none), rounded."""
+        return round(self.warmstart_steps * self.warmstart_steps_factor_by_policy.get(policy, 1))
 
     def warmstart_lr_of(self, policy: str) -> float:
         """The warm start's peak rate of ``policy``: its ``warmstart_lr_by_policy`` entry, else
@@ -320,10 +322,11 @@ class OptimConfig:
         _check(self.mini_batch_size >= 1, "optim.mini_batch_size must be >= 1")
         _check(self.micro_batch_size >= 0, "optim.micro_batch_size must be >= 0")
         _check(self.warmstart_steps >= 0, "optim.warmstart_steps must be >= 0")
-        for name, n in self.warmstart_steps_by_policy.items():
+        for name, f in self.warmstart_steps_factor_by_policy.items():
             _check(
-                isinstance(n, int) and not isinstance(n, bool) and n >= 0,
-                f"optim.warmstart_steps_by_policy[{name!r}] must be a whole number >= 0, got {n!r}",
+                isinstance(f, int | float) and not isinstance(f, bool) and f >= 0,
+                f"optim.warmstart_steps_factor_by_policy[{name!r}] must be a number >= 0, got "
+                f"{f!r}",
             )
         _check(
             0 <= self.warmstart_min_lr_ratio <= 1,

@@ -270,7 +270,7 @@ def _train(
             lr=cfg.optim.warmstart_lr,
             min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
             lr_by_policy=cfg.optim.warmstart_lr_by_policy,
-            steps_by_policy=cfg.optim.warmstart_steps_by_policy,
+            steps_by_policy={n: cfg.optim.warmstart_steps_of(n) for n in policies},
         )
         bar.close()
         for pol in policies.values():

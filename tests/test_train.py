@@ -390,11 +390,14 @@ def test_config_checks_per_policy_rl_rates():
 
 
 def test_per_policy_warm_start_steps_train_each_policy_its_own_number_of_steps(tmp_path):
-    more = ["--algo.policy_map", "per_role", "--optim.warmstart_steps_by_policy", '{"echo": 5}']
+    more = ["--algo.policy_map", "per_role", "--optim.warmstart_steps_factor_by_policy"]
+    more += ['{"echo": 2.5}']  # 2 steps (FAST) x 2.5
     train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "0", *more))
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     for role, steps in (("caller", 2), ("echo", 5)):
         state = torch.load(ckpt / f"learner-{role}.pt", weights_only=False)
         assert {int(s["step"]) for s in state["optimizer"]["state"].values()} == {steps}
-    logged = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "warmstart"]
+    logged = [
+        r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "warmstart"
+    ]
     assert max(r["step"] for r in logged) == 5

@@ -87,15 +87,18 @@ def test_per_policy_steps_give_each_policy_its_own_schedule_and_log_only_its_ste
     assert all(any(k.startswith("tool/") for k in keys) == (i <= 2) for i, keys in logged)
 
 
-def test_config_checks_per_policy_steps():
-    cfg = build_config(
-        "plan-path-tiny", overrides=["--optim.warmstart_steps_by_policy", '{"planner": 800}']
-    )
-    assert cfg.optim.warmstart_steps_of("planner") == 800
-    assert cfg.optim.warmstart_steps_of("tool") == cfg.optim.warmstart_steps
-    for bad in ('{"planner": -1}', '{"planner": 2.5}', '{"planner": "many"}'):
-        with pytest.raises(ConfigError, match=r"warmstart_steps_by_policy\['planner'\] must be"):
-            build_config("plan-path-tiny", overrides=["--optim.warmstart_steps_by_policy", bad])
+def test_config_scales_per_policy_steps():
+    factor = ["--optim.warmstart_steps_factor_by_policy", '{"planner": 2.5}']
+    cfg = build_config("plan-path-tiny", overrides=[*factor, "--optim.warmstart_steps", "7"])
+    assert cfg.optim.warmstart_steps_of("planner") == 18  # 17.5, rounded to even
+    assert cfg.optim.warmstart_steps_of("tool") == 7
+    for bad in ('{"planner": -1}', '{"planner": "many"}', '{"planner": true}'):
+        with pytest.raises(
+            ConfigError, match=r"warmstart_steps_factor_by_policy\['planner'\] must be"
+        ):
+            build_config(
+                "plan-path-tiny", overrides=["--optim.warmstart_steps_factor_by_policy", bad]
+            )
 
 
 def test_config_checks_per_policy_rates():

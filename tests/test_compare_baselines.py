@@ -62,10 +62,13 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
         ws = json.loads((root / f"{row['warm_start']}-warmstart.json").read_text())
         assert row["success_after_ws"] == ws["success_warmstart"], key
         assert row["rl_steps"] == (0 if module.ROWS[key].policy_map is None else 2)
-    # Same budget: the one-policy rows do the work of the team's two policies.
+    # Same budget: the one-policy rows do the work of the team's two policies (the preset gives
+    # the planner twice the tool's warm-start steps: 3 + 6).
     assert rows["mas"]["config"]["warmstart_steps"] == 3
-    assert rows["single"]["config"]["warmstart_steps"] == 6
-    assert rows["mas-shared"]["config"]["warmstart_steps"] == 6
+    assert rows["mas"]["config"]["warmstart_steps_by_policy"] == {"planner": 6}
+    assert rows["single"]["config"]["warmstart_steps"] == 9
+    assert rows["mas-shared"]["config"]["warmstart_steps"] == 9
+    assert "warmstart_steps_by_policy" not in rows["single"]["config"]
     assert rows["single-grpo"]["config"]["tasks_per_step"] == 4
     assert rows["mas-per-role"]["config"]["tasks_per_step"] == 2
     assert rows["mas-parallel"]["config"]["rollout_mode"] == "parallel"
@@ -78,9 +81,9 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
     assert not (final / "shared").exists()
     assert (Path(rows["mas-shared"]["checkpoint"]) / "shared").is_dir()
     ws_ckpt = Path(json.loads((root / "mas-warmstart.json").read_text())["checkpoint"])
-    for role in ("tool", "planner"):
-        assert _adam_steps(ws_ckpt / f"learner-{role}.pt") == 3
-        assert _adam_steps(final / f"learner-{role}.pt") >= 3  # a fresh AdamW would hold <= 2
+    for role, steps in (("tool", 3), ("planner", 6)):
+        assert _adam_steps(ws_ckpt / f"learner-{role}.pt") == steps
+        assert _adam_steps(final / f"learner-{role}.pt") >= steps  # a fresh AdamW: <= 2
     # The swapped row plays each role with the other's trained policy, on the same tasks.
     swapped = rows["mas-swapped"]
     assert swapped["policy_of"] == {"tool": "planner", "planner": "tool"}

@@ -8,8 +8,9 @@ policy that trained it, greedy) on the first ``--episodes`` test levels and prin
 * **tool programs**: how many distinct programs the tool wrote, and the most common one's share
   of all its turns (one program for every level: the tool's best answer does not depend on the
   level, it is a search that reads the grid from its stdin);
-* **planner copies** per turn: turns whose program printed a move list, and how many of those
-  the planner answered with exactly that line.
+* **the planner** per turn: turns whose program printed a move list; how many of those the
+  planner's answer ended at the goal; how many answers were that line exactly, and how many
+  started with its moves (moves after the goal are ignored, so a copy with extra moves also wins).
 
 docs/results.md ("Why the tree does not beat parallel sampling here") quotes it::
 
@@ -53,31 +54,39 @@ def main() -> None:
         )  # fmt: skip
         episodes = play(make_env, probe.task_ids("test")[: args.episodes], setup.act)
         programs: collections.Counter[str] = collections.Counter()
-        printed_moves: collections.Counter[int] = collections.Counter()
-        copied: collections.Counter[int] = collections.Counter()
+        printed: collections.Counter[int] = collections.Counter()
+        reached: collections.Counter[int] = collections.Counter()
+        exact: collections.Counter[int] = collections.Counter()
+        prefix: collections.Counter[int] = collections.Counter()
         turns: collections.Counter[tuple[int, bool]] = collections.Counter()
         for ep in episodes:
             planner_turns = [s for s in ep.transcript if s["agent"] == "planner"]
             turns[(len(planner_turns), bool(ep.success))] += 1
             programs.update(s["action"] for s in ep.transcript if s["agent"] == "tool")
-            for s in planner_turns:
+            for n, s in enumerate(planner_turns, 1):
                 line = s["prompt"].rstrip().rsplit("\n", 1)[-1].strip()
-                if line.startswith("####"):  # the program's output is the prompt's last line
-                    printed_moves[s["turn"]] += 1
-                    copied[s["turn"]] += s["action"].strip() == line
+                if not line.startswith("####"):  # the program's output is the prompt's last line
+                    continue
+                answer = s["action"].strip()
+                printed[s["turn"]] += 1
+                reached[s["turn"]] += bool(ep.success) and n == len(planner_turns)
+                exact[s["turn"]] += answer == line
+                prefix[s["turn"]] += answer.startswith(line)
         wins = sum(bool(ep.success) for ep in episodes)
         top = programs.most_common(1)[0][1] if programs else 0
         by_turns = ", ".join(
             f"{n} turn{'s' * (n != 1)}: {turns[(n, True)]} won, {turns[(n, False)]} lost"
             for n in sorted({n for n, _ in turns})
         )
-        copies = ", ".join(
-            f"turn {t + 1} {copied[t]}/{printed_moves[t]}" for t in sorted(printed_moves)
+        planner = "; ".join(
+            f"turn {t + 1}: {printed[t]} printed a path, {reached[t]} answers reached the goal, "
+            f"{exact[t]} were the line, {prefix[t]} started with its moves"
+            for t in sorted(printed)
         )
         print(
             f"{run}: success {wins}/{len(episodes)} ({by_turns}); tool programs "
             f"{len(programs)} distinct, the commonest {top}/{sum(programs.values())} of its turns; "
-            f"planner copied the printed moves: {copies}",
+            f"planner: {planner}",
             flush=True,
         )
 

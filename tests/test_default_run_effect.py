@@ -1,12 +1,12 @@
-"""The default run shows the paper's effect (slow: two processes side by side, 388 and 298 CPU
-seconds measured, so ~6.5 minutes on 2 idle cores; 11 minutes on the dev machine at load 3-5).
+"""The default run shows the paper's effect (slow: two processes side by side, 324 and 257 CPU
+seconds measured, so ~5.5 minutes on 2 idle cores; ~7.5 minutes on the dev machine at load 2-6).
 
 ``mas-train`` with no arguments (the ``plan-path-tiny`` preset, seed 0, its full budget) against its
 own warm start and against the single agent + GRPO at the same budget, all on the preset's 200
 held-out test tasks, run by ``benchmarks/compare_baselines.py`` (rows ``mas``, ``mas-per-role``,
 ``single``, ``single-grpo``; the team's rows and the single agent's in two processes side by
 side). Issue 11's targets are +20 points for RL over the warm start and +20 for the team over the
-single agent; this test fails below half of each (+10). Seed 0 measured +66.5 and +41.0 points
+single agent; this test fails below half of each (+10). Seed 0 measured +83.5 and +30.0 points
 (docs/results.md: five seeds, their spread and intervals), so the thresholds leave room for
 numerical differences between machines, and a change that removes either effect fails it.
 """

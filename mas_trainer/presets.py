@@ -56,8 +56,6 @@ def _tiny_preset(env: Table, max_new_tokens: int, temperature: float = 1.0) -> P
             "lr": 1e-4,
             "mini_batch_size": 32,
             "warmstart_steps": 400,
-            # The planner's copy of the printed path is learnt late (docs/results.md): 800 steps.
-            "warmstart_steps_factor_by_policy": {"planner": 2},
             "warmstart_lr": 5e-3,
             # Cosine decay to 5%: at a constant rate the SFT loss stalls at the minibatch noise.
             "warmstart_min_lr_ratio": 0.05,

@@ -32,8 +32,7 @@ sum of the roles' steps where ``optim.warmstart_steps_factor_by_policy`` scales 
 supervised samples and optimizer steps), and the single agent plays R times
 ``rollout.tasks_per_step`` tasks per RL step (as many trained samples, so as many optimizer steps,
 and about as many generated tokens per step as the team, whose every task gives a sample per
-role). RL steps, K, mini-batch,
-learning rate and token limits are the preset's for every row.
+role). RL steps, K, mini-batch, learning rate and token limits are the preset's for every row.
 
 Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episodes`` (or any
 ``--section.field value`` override) say otherwise; the tables name them.

@@ -13,6 +13,7 @@ Every hostile program is bounded (sleeps and loops end by themselves within a mi
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -131,8 +132,9 @@ PARITY = [
     "print(open('/proc/self/status').read().split('Seccomp:')[1].split()[0],"
     " open('/proc/self/status').read().split('NoNewPrivs:')[1].split()[0])",
     "print([line.split(':')[0].strip() for line in open('/proc/net/dev').read().splitlines()[2:]])",
-    "import socket\ns = socket.socket()\ns.bind(('127.0.0.1', 0))\ns.listen()\n"
-    "c = socket.create_connection(s.getsockname())\nprint('loopback ok')",
+    "import socket\ntry:\n    s = socket.socket()\nexcept OSError as e:\n"
+    "    print('no socket:', e)\nelse:\n    s.bind(('127.0.0.1', 0))\n    s.listen()\n"
+    "    c = socket.create_connection(s.getsockname())\n    print('loopback ok')",
     "import time\nprint(time.tzname, time.timezone)",
     "import json, re, collections, math\n"
     "print(json.dumps({'a': [1, 2]}), re.findall('a+', 'caaab'),"
@@ -255,13 +257,23 @@ for n in range(40):  # the pid counter
     if pid == 0:
         os._exit(0)
     os.waitpid(pid, 0)
-# Network state of this run's namespace: packet counters and a TIME_WAIT socket.
-u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for _ in range(37):
-    u.sendto(b"x", ("127.0.0.1", 9))
-srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
-c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.close(); a.close()
-abstract = socket.socket(socket.AF_UNIX); abstract.bind("\\0" + MARK); abstract.listen()
+# Network state: packet counters, a TIME_WAIT socket, an abstract Unix socket. With the seccomp
+# filter no socket can be made at all (and the runs share their worker's network namespace).
+try:
+    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+except PermissionError:
+    for family in (socket.AF_INET6, socket.AF_UNIX):
+        try:
+            socket.socket(family)
+        except PermissionError:
+            continue
+        raise SystemExit(f"socket({family!r}) was allowed")
+else:
+    for _ in range(37):
+        u.sendto(b"x", ("127.0.0.1", 9))
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+    c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.close(); a.close()
+    abstract = socket.socket(socket.AF_UNIX); abstract.bind("\\0" + MARK); abstract.listen()
 # System V shared memory outlives its creator (refused by seccomp; a fresh ipc namespace anyway).
 import ctypes
 ctypes.CDLL(None).shmget(0x5EC1, 4096, 0o1666)  # IPC_CREAT | 0666
@@ -308,7 +320,8 @@ def test_a_run_leaves_nothing_for_the_next_run_of_the_same_worker(one_worker):
         assert mark not in after.stdout + after.stderr
     seen = json.loads(baseline.stdout)
     assert seen["files"] == [[], [], []] and seen["pid"] == 2 and seen["procs"] == ["1", "2"]
-    assert seen["udp"][0] == "0" and seen["tcp"] == 1  # a fresh network namespace
+    assert seen["udp"][0] == "0" and seen["tcp"] == 1  # no network state left by anyone
+    assert seen["unix"] == []
     assert seen["sysv"] == -1  # no such segment
     assert _zygote_pids(one_worker) == zygotes  # the same worker served every run
     # And a cold run sees the same (its own fresh sandbox).
@@ -670,5 +683,12 @@ def test_worker_command_is_a_cold_runs_without_its_filter():
     cold = modes.bwrap_command(mode, runner.TMPFS_BYTES, 7, (8, 9), 10)
     assert "--seccomp" not in cmd and "--seccomp" in cold
     assert cmd[cut + 1 : cut + 6] == [modes.interpreter(), *modes.PYTHON_FLAGS, "-c"]
-    assert cmd[cut - 4 : cut] == ["--cap-add", "CAP_SYS_ADMIN", "--cap-add", "CAP_NET_ADMIN"]
+    caps = [cmd[i + 1] for i, arg in enumerate(cmd) if arg == "--cap-add"]
+    assert caps == ["CAP_SETUID", "CAP_SETGID", "CAP_SYS_ADMIN"]  # no socket: no network to admin
     assert cmd[cut + 6] == pool.zygote_source()
+    # Without the filter every run brings up a loopback of its own in its own network namespace.
+    plain = pool._worker_command(dataclasses.replace(mode, seccomp=False), 7, (8, 9))
+    assert [plain[i + 1] for i, arg in enumerate(plain) if arg == "--cap-add"] == [
+        *caps,
+        "CAP_NET_ADMIN",
+    ]

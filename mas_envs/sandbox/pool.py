@@ -9,9 +9,11 @@ forks one fresh process tree per program and gets it ready *before* a program ar
    kernel writes it into the message) and moves itself into the run's own ``pids`` + ``memory``
    cgroup (a *slot*, reused run after run but never by two runs at once), through the slot's
    ``cgroup.procs`` files, which this process opened and sent with the request;
-2. the init makes fresh mount, ipc, network and cgroup namespaces and forks the program's
-   process, which mounts new empty tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm``, ``/code`` and a
-   ``/proc`` of its own there, brings up the run's own loopback, and waits for a job.
+2. the init makes fresh mount, ipc and cgroup namespaces and forks the program's process, which
+   mounts new empty tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm``, ``/code`` and a ``/proc`` of its
+   own there, and waits for a job. Runs share their worker's empty network namespace: the seccomp
+   filter refuses ``socket`` outright, so there is no network state to keep apart. Without the
+   filter each run gets a network namespace and a loopback of its own, as a cold run does.
 
 A job then goes straight from this process to that waiting process (the zygote never sees it):
 the program's process closes every other descriptor, installs the seccomp filter, restores the
@@ -76,9 +78,10 @@ FORCE_EMPTY_BYTES = 8 << 20
 """A slot still charged with more than this (page cache of an earlier run) is emptied first."""
 MAX_FAILURES = 5
 """Failed preparations in a row after which the pool is switched off."""
-_WORKER_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
+_WORKER_CAPS = ("CAP_SYS_ADMIN",)
 """On top of a cold run's CAP_SETUID/SETGID: the zygote and each run's init make namespaces and
-mounts; the program's process loses every capability when it switches uid (as in a cold run)."""
+mounts; the program's process loses every capability when it switches uid (as in a cold run).
+Without the seccomp filter, CAP_NET_ADMIN too: each run brings up its own loopback."""
 
 _lock = threading.Lock()
 _pool: _Pool | None = None
@@ -890,7 +893,8 @@ def _worker_command(mode: modes.Mode, spec_fd: int, hold_fds: tuple[int, int]) -
     base = dataclasses.replace(mode, seccomp=False)
     cmd = modes.bwrap_command(base, runner.TMPFS_BYTES, spec_fd, hold_fds, None)
     cut = cmd.index("--")
-    caps = [arg for cap in _WORKER_CAPS for arg in ("--cap-add", cap)]
+    wanted = _WORKER_CAPS if mode.seccomp else (*_WORKER_CAPS, "CAP_NET_ADMIN")
+    caps = [arg for cap in wanted for arg in ("--cap-add", cap)]
     zygote = [modes.interpreter(), *modes.PYTHON_FLAGS, "-c", zygote_source(), str(spec_fd)]
     return [*cmd[:cut], *caps, "--", *zygote]
 

@@ -12,10 +12,11 @@ reach, in the spirit of Docker's and Flatpak's default profiles. Refused with ``
 * calls no program needs: ``modify_ldt``, ``personality``, ``memfd_secret``, ``kcmp``, NUMA
   placement, ``process_madvise`` and obsolete ones;
 * any other architecture's calling convention (the 32-bit ``int 0x80`` ABI, x32), which would
-  otherwise bypass a filter written for x86-64 numbers.
-
-Sockets of any family but ``AF_UNIX``, ``AF_INET`` and ``AF_INET6`` get ``EAFNOSUPPORT`` (as if
-the kernel lacked them): ``AF_VSOCK`` reaches a VM's host whatever the network namespace.
+  otherwise bypass a filter written for x86-64 numbers;
+* ``socket`` of every family: a program has no network to reach (its network namespace is
+  empty) and nothing on the machine to talk to, and ``AF_VSOCK`` would reach a VM's host whatever
+  the namespace. ``socketpair`` (anonymous, gone with its process) stays allowed for ``AF_UNIX``,
+  which ``asyncio`` and ``subprocess``-style code use; other families get ``EAFNOSUPPORT``.
 
 Everything else is allowed. Only x86-64 has a table here; elsewhere :func:`supported` says no and
 the sandbox runs without the filter (``isolation()`` then lacks ``+seccomp``).
@@ -49,14 +50,14 @@ CLONE_NEW_MASK |= 0x40000000
 
 X86_64_CLONE = 56
 X86_64_CLONE3 = 435
-X86_64_SOCKET = 41
 X86_64_SOCKETPAIR = 53
 
-ALLOWED_SOCKET_FAMILIES: dict[str, int] = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10}
-"""``socket``/``socketpair`` families a program may use (others: ``EAFNOSUPPORT``). Local sockets
-(multiprocessing, asyncio) and IP, which only reaches the run's own loopback: the network
-namespace is empty. Refused: ``AF_VSOCK`` (not network-namespaced: it reaches the VM's host),
-netlink, packet, crypto (``AF_ALG``) and every other family, kernel code no program needs."""
+SOCKETPAIR_FAMILIES: dict[str, int] = {"AF_UNIX": 1}
+"""``socketpair`` families a program may use (others: ``EAFNOSUPPORT``): an anonymous pair of
+connected Unix sockets, which reaches nothing but the process's own children. ``socket`` itself
+is refused for every family (``X86_64_DENIED``), so a program cannot bind, connect or listen:
+no IP (not even a loopback), no named or abstract Unix socket, no netlink, packet, crypto
+(``AF_ALG``) or ``AF_VSOCK`` (not network-namespaced: it reaches the VM's host)."""
 
 X86_64_DENIED: dict[str, int] = {
     "ptrace": 101,
@@ -96,6 +97,8 @@ X86_64_DENIED: dict[str, int] = {
     "acct": 163,
     "quotactl": 179,
     "syslog": 103,
+    # No sockets at all (socketpair, checked below, makes the only ones): no network to reach.
+    "socket": 41,
     "name_to_handle_at": 303,
     "open_by_handle_at": 304,
     "lookup_dcookie": 212,
@@ -169,7 +172,6 @@ def x86_64_filter() -> bytes:
         op(_JEQ_K, nr, jt="eperm")
     op(_JEQ_K, X86_64_CLONE3, jt="enosys")
     op(_JEQ_K, X86_64_CLONE, jt="clone")
-    op(_JEQ_K, X86_64_SOCKET, jt="family")
     op(_JEQ_K, X86_64_SOCKETPAIR, jt="family")
     op(_RET_K, _RET_ALLOW)
     label("clone")
@@ -177,7 +179,7 @@ def x86_64_filter() -> bytes:
     op(_JSET_K, CLONE_NEW_MASK, jt="eperm", jf="allow")
     label("family")
     op(_LD_W_ABS, _OFF_ARG0_LOW)
-    for family in sorted(ALLOWED_SOCKET_FAMILIES.values()):
+    for family in sorted(SOCKETPAIR_FAMILIES.values()):
         op(_JEQ_K, family, jt="allow")
     op(_RET_K, _RET_ERRNO | errno.EAFNOSUPPORT)
     label("allow")

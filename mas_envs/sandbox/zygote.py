@@ -13,25 +13,26 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   when it has reaped it (``R``). Its memory holds no program, input or output, ever.
 * the run's **init** (pid 1 of its own pid namespace) tells the host it exists (``I``; the kernel
   adds its pid to the message), moves itself into the run's own ``pids`` + ``memory`` cgroup,
-  makes fresh mount, ipc, network and cgroup namespaces (the last rooted at that cgroup), forks
-  the program's process and reaps the run's orphans. It runs as little Python as it can
-  (:func:`_init`): each page of the zygote's memory it writes is copied, and copied again by
-  the program's process when that writes it too. It leaves the program's
-  process, once it exits, a zombie: the host reads its exit status and CPU time from ``/proc``
-  and then kills the init, and the kernel kills whatever the run left in its pid namespace.
+  makes fresh mount, ipc and cgroup namespaces (the last rooted at that cgroup; a network one too
+  when no seccomp filter refuses sockets), forks the program's process and reaps the run's
+  orphans. It runs as little Python as it can (:func:`_init`): each page of the zygote's memory
+  it writes is copied, and copied again by the program's process when that writes it too. It
+  leaves the program's process, once it exits, a zombie: the host reads its exit status and CPU
+  time from ``/proc`` and then kills the init, and the kernel kills whatever the run left in its
+  pid namespace.
 * the **program's process** (pid 2, as in a cold run; the init closed every descriptor but
   stdin/stdout/stderr and the channel) mounts new private tmpfs ``/sandbox``, ``/tmp``,
   ``/dev/shm`` and ``/code`` and a ``/proc`` of its pid namespace in the run's mount namespace,
-  brings up the run's loopback, installs the seccomp filter, runs the job's steps once on
-  nothing (:func:`_warm_up`: the page copies they cause happen before the job, not on its path),
-  puts the interpreter back as a fresh start leaves it (modules imported since, import caches,
-  signal mask and handlers),
-  says it is ready (``P``) and waits for its job (``J`` with five descriptors: spec, stdin,
-  stdout, stderr, status pipe), which comes straight from the host: the zygote never sees it.
-  Then it does exactly what a cold run's launcher does (:mod:`mas_envs.sandbox.launcher`'s own
-  ``_setup`` and ``_run``: the program file, the uid switch, ``files=``, rlimits, the ``S``
-  marker, the program), at the same stack depth, so that a recursion limit is reached at the same
-  depth as in a cold run, and exits as described at :func:`_shut_down`.
+  brings up the run's loopback (only in a network namespace of its own), installs the seccomp
+  filter, runs the job's steps once on nothing (:func:`_warm_up`: the page copies they cause
+  happen before the job, not on its path), puts the interpreter back as a fresh start leaves it
+  (modules imported since, import caches, signal mask and handlers), says it is ready (``P``)
+  and waits for its job (``J`` with five descriptors: spec, stdin, stdout, stderr, status pipe),
+  which comes straight from the host: the zygote never sees it. Then it does exactly what a cold
+  run's launcher does (:mod:`mas_envs.sandbox.launcher`'s own ``_setup`` and ``_run``: the
+  program file, the uid switch, ``files=``, rlimits, the ``S`` marker, the program), at the same
+  stack depth, so that a recursion limit is reached at the same depth as in a cold run, and
+  exits as described at :func:`_shut_down`.
 
 Only this file's code runs before the program: nothing of an earlier program exists in the
 zygote, and every run is a fresh fork of it.
@@ -249,7 +250,9 @@ def _init(fds: list, spec: dict) -> dict:
         chan.send(b"I")  # the host reads our pid from the message's credentials
         for procs in fds[1:]:
             os.write(procs, b"0")  # into the run's own pids and memory cgroups
-        flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWCGROUP  # rooted at the slot
+        flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP  # the cgroup's rooted at the slot
+        if spec["seccomp"] is None:  # with the filter no socket can be made: no network to keep
+            flags |= CLONE_NEWNET  # apart, and a network namespace is the dearest to make
         _check(_libc.unshare(flags), "unshare")
         os.setsid()  # a cold run's program is in session and group 1 too
         os.closerange(3, chan.fileno())  # every descriptor but stdin/out/err and the channel
@@ -262,6 +265,7 @@ def _init(fds: list, spec: dict) -> dict:
     if pid == 0:
         return _program(chan, spec)
     _reap(chan, pid)
+    os._exit(0)  # not reached: _reap exits
 
 
 def _reap(chan, main_pid: int) -> None:
@@ -298,7 +302,8 @@ def _program(chan, spec: dict) -> dict:
     """
     try:
         _private_mounts(spec["tmpfs_bytes"])
-        _loopback_up()
+        if spec["seccomp"] is None:
+            _loopback_up()
         os.chdir("/sandbox")
         if spec["seccomp"] is not None:
             _seccomp(spec["seccomp"])
@@ -351,7 +356,7 @@ def _warm_up() -> None:
     and :func:`_fresh_interpreter` runs after it.
     """
     scratch = "/code/.warm"
-    _LAUNCHER["_write_text"](scratch, "pass\n")
+    _LAUNCHER["_write_text"](scratch, "pass\n")  # type: ignore[operator]
     os.unlink(scratch)
     marshal.loads(marshal.dumps({"code": "pass", "files": {"a": ""}, "rlimits": [("a", 1, 2)]}))
     source = "import sys\nprint(sum([len(str(x)) for x in range(3)]), end='')\nsys.exit(0)\n"
@@ -389,13 +394,13 @@ def _fresh_interpreter() -> None:
 def main(job: dict) -> None:
     """The program's process: the launcher's own set-up and run (same stack depth as a cold run)."""
     try:
-        _LAUNCHER["_setup"](job)
+        _LAUNCHER["_setup"](job)  # type: ignore[operator]
     except BaseException as exc:
         os.write(2, f"mas-sandbox: set-up failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     del job["files"]  # free the caller's files before the program runs
     try:
-        _LAUNCHER["_run"](job)
+        _LAUNCHER["_run"](job)  # type: ignore[operator]
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc)
@@ -428,7 +433,7 @@ def _exit_status(exc: SystemExit) -> int:
 def _unraisable(obj: object) -> None:
     """Report the exception being handled as CPython's ``PyErr_WriteUnraisable(obj)`` does."""
     with _Quiet():
-        sys.unraisablehook(_Unraisable(sys.exc_info()[1], obj))
+        sys.unraisablehook(_Unraisable(sys.exc_info()[1], obj))  # type: ignore[arg-type]
 
 
 class _Unraisable:

@@ -698,6 +698,8 @@ except OSError as e:
 a, b = socket.socketpair()
 a.sendall(b"ping")
 print("socketpair-unix", b.recv(4).decode())
+import asyncio  # its event loop wakes itself through a Unix socketpair
+print("asyncio", asyncio.run(asyncio.sleep(0, "runs")))
 """
 
 
@@ -705,12 +707,13 @@ def test_no_socket_can_be_made_only_a_unix_socketpair():
     # No network to reach (not even a loopback), no named or abstract Unix socket to leave for
     # a later program, no AF_VSOCK to the VM's host (not network-namespaced), no netlink, packet
     # or crypto socket (kernel attack surface). Never connect: only create. An anonymous Unix
-    # socketpair (asyncio's self-pipe) still works.
+    # socketpair (asyncio's self-pipe) still works, and with it asyncio.
     _seccomp_only()
     res = run_python(SOCKET_FAMILIES)
     assert res.verdict == Verdict.ok, res.stderr
     got = dict(line.split(" ", 1) for line in res.stdout.splitlines())
     assert got.pop("socketpair-unix") == "ping"
+    assert got.pop("asyncio") == "runs"
     assert got.pop("socketpair-vsock") == "EAFNOSUPPORT"
     assert len(got) == 8 and set(got.values()) == {"EPERM"}, got
 

@@ -274,9 +274,13 @@ else:
     srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
     c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.close(); a.close()
     abstract = socket.socket(socket.AF_UNIX); abstract.bind("\\0" + MARK); abstract.listen()
-# System V shared memory outlives its creator (refused by seccomp; a fresh ipc namespace anyway).
+# System V shared memory outlives its creator (refused by seccomp; without it, a fresh ipc
+# namespace per run).
 import ctypes
-ctypes.CDLL(None).shmget(0x5EC1, 4096, 0o1666)  # IPC_CREAT | 0666
+libc = ctypes.CDLL(None)
+libc.shmget(0x5EC1, 4096, 0o1666)  # IPC_CREAT | 0666
+libc.semget(0x5EC1, 1, 0o1666)
+libc.msgget(0x5EC1, 0o1666)
 sys.stdout.write("left\\n")
 """
 
@@ -299,6 +303,8 @@ seen = {
     "unix": [l for l in open("/proc/net/unix").read().splitlines() if "@" in l],
     "random": random.random() != random.Random(1234).random(),
     "sysv": __import__("ctypes").CDLL(None).shmget(0x5EC1, 0, 0),
+    # every System V object of this ipc namespace (a header line each when there is none)
+    "sysv_all": [len(open(f"/proc/sysvipc/{k}").readlines()) for k in ("shm", "sem", "msg")],
 }
 print(json.dumps(seen, sort_keys=True))
 """
@@ -322,7 +328,7 @@ def test_a_run_leaves_nothing_for_the_next_run_of_the_same_worker(one_worker):
     assert seen["files"] == [[], [], []] and seen["pid"] == 2 and seen["procs"] == ["1", "2"]
     assert seen["udp"][0] == "0" and seen["tcp"] == 1  # no network state left by anyone
     assert seen["unix"] == []
-    assert seen["sysv"] == -1  # no such segment
+    assert seen["sysv"] == -1 and seen["sysv_all"] == [1, 1, 1]  # no System V object at all
     assert _zygote_pids(one_worker) == zygotes  # the same worker served every run
     # And a cold run sees the same (its own fresh sandbox).
     assert json.loads(_cold(Job(LOOK)).stdout) == seen

@@ -9,11 +9,12 @@ forks one fresh process tree per program and gets it ready *before* a program ar
    kernel writes it into the message) and moves itself into the run's own ``pids`` + ``memory``
    cgroup (a *slot*, reused run after run but never by two runs at once), through the slot's
    ``cgroup.procs`` files, which this process opened and sent with the request;
-2. the init makes fresh mount, ipc and cgroup namespaces and forks the program's process, which
+2. the init makes fresh mount and cgroup namespaces and forks the program's process, which
    mounts new empty tmpfs ``/sandbox``, ``/tmp``, ``/dev/shm``, ``/code`` and a ``/proc`` of its
-   own there, and waits for a job. Runs share their worker's empty network namespace: the seccomp
-   filter refuses ``socket`` outright, so there is no network state to keep apart. Without the
-   filter each run gets a network namespace and a loopback of its own, as a cold run does.
+   own there, and waits for a job. Runs share their worker's empty network and ipc namespaces:
+   the seccomp filter refuses ``socket``, System V IPC and POSIX message queues outright, so no
+   run can leave anything in them. Without the filter each run gets network and ipc namespaces
+   (and a loopback) of its own, as a cold run does.
 
 A job then goes straight from this process to that waiting process (the zygote never sees it):
 the program's process closes every other descriptor, installs the seccomp filter, restores the

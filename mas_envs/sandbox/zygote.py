@@ -13,13 +13,13 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   when it has reaped it (``R``). Its memory holds no program, input or output, ever.
 * the run's **init** (pid 1 of its own pid namespace) tells the host it exists (``I``; the kernel
   adds its pid to the message), moves itself into the run's own ``pids`` + ``memory`` cgroup,
-  makes fresh mount, ipc and cgroup namespaces (the last rooted at that cgroup; a network one too
-  when no seccomp filter refuses sockets), forks the program's process and reaps the run's
-  orphans. It runs as little Python as it can (:func:`_init`): each page of the zygote's memory
-  it writes is copied, and copied again by the program's process when that writes it too. It
-  leaves the program's process, once it exits, a zombie: the host reads its exit status and CPU
-  time from ``/proc`` and then kills the init, and the kernel kills whatever the run left in its
-  pid namespace.
+  makes fresh mount and cgroup namespaces (the last rooted at that cgroup; network and ipc ones
+  too when no seccomp filter refuses sockets and IPC objects), forks the program's process and
+  reaps the run's orphans. It runs as little Python as it can (:func:`_init`): each page of the
+  zygote's memory it writes is copied, and copied again by the program's process when that
+  writes it too. It leaves the program's process, once it exits, a zombie: the host reads its
+  exit status and CPU time from ``/proc`` and then kills the init, and the kernel kills whatever
+  the run left in its pid namespace.
 * the **program's process** (pid 2, as in a cold run; the init closed every descriptor but
   stdin/stdout/stderr and the channel) mounts new private tmpfs ``/sandbox``, ``/tmp``,
   ``/dev/shm`` and ``/code`` and a ``/proc`` of its pid namespace in the run's mount namespace,
@@ -250,9 +250,9 @@ def _init(fds: list, spec: dict) -> dict:
         chan.send(b"I")  # the host reads our pid from the message's credentials
         for procs in fds[1:]:
             os.write(procs, b"0")  # into the run's own pids and memory cgroups
-        flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWCGROUP  # the cgroup's rooted at the slot
-        if spec["seccomp"] is None:  # with the filter no socket can be made: no network to keep
-            flags |= CLONE_NEWNET  # apart, and a network namespace is the dearest to make
+        flags = CLONE_NEWNS | CLONE_NEWCGROUP  # the cgroup namespace is rooted at the slot
+        if spec["seccomp"] is None:  # with the filter no socket and no System V or POSIX IPC
+            flags |= CLONE_NEWNET | CLONE_NEWIPC  # object can be made: nothing to keep apart
         _check(_libc.unshare(flags), "unshare")
         os.setsid()  # a cold run's program is in session and group 1 too
         os.closerange(3, chan.fileno())  # every descriptor but stdin/out/err and the channel

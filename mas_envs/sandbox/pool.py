@@ -142,9 +142,10 @@ def wanted(mode: modes.Mode) -> bool:
 def run(mode: modes.Mode, job: Job) -> ExecResult | None:
     """Run ``job`` in the pool; ``None`` when the pool does not serve it (the caller runs it cold:
     ``MAS_SANDBOX_POOL=off``, an isolation the pool cannot give, or a pool that is off)."""
-    if not wanted(mode):
+    want = size() if _off is None and supports(mode) else 0
+    if not want:
         return None
-    pool = _get(mode)
+    pool = _get(mode, want)
     return pool.run(job) if pool is not None else None
 
 
@@ -162,9 +163,8 @@ def shutdown() -> None:
         pool.close()
 
 
-def _get(mode: modes.Mode) -> _Pool | None:
+def _get(mode: modes.Mode, want: int) -> _Pool | None:
     global _pool, _off
-    want = size()
     with _lock:
         if _off is not None:
             return None
@@ -267,8 +267,8 @@ class _Slot:
         if self.group.pids() and not self.group.kill_all(deadline_s=1.0):
             return False
         mem = self.group.dirs[1]
-        with contextlib.suppress(OSError, ValueError), open(f"{mem}/memory.usage_in_bytes") as f:
-            if int(f.read()) > FORCE_EMPTY_BYTES:
+        with contextlib.suppress(OSError, ValueError):
+            if int(cgroup._read(f"{mem}/memory.usage_in_bytes")) > FORCE_EMPTY_BYTES:
                 cgroup._write(os.path.join(mem, "memory.force_empty"), "0")
         self.set_memory(DEFAULT_MEMORY)
         return True
@@ -358,8 +358,7 @@ class _ChildProc:
         if not select.select([child.prog_pidfd], [], [], 0)[0]:
             return None  # still running
         try:
-            with open(f"/proc/{child.prog_pid}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
+            fields = cgroup._read(f"/proc/{child.prog_pid}/stat").rsplit(b")", 1)[1].split()
             status, ticks = int(fields[49]), sum(int(x) for x in fields[11:15])
             # Not reaped yet (so the file was this process's, not a later one's of that pid).
             signal.pidfd_send_signal(child.prog_pidfd, 0)

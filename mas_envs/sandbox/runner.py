@@ -22,6 +22,7 @@ import marshal
 import math
 import os
 import posixpath
+import select
 import selectors
 import shutil
 import signal
@@ -584,47 +585,50 @@ def _collect(
     stopped: str | None = None
     started = False
     exited_at: float | None = None
+    # Without exit_fd, ask exited() on every wake-up; with it, only once it has news (and at the
+    # deadlines). A poll object, not an epoll selector: no descriptor and no epoll_ctl per run.
+    news = exit_fd is None
     deadline = start + timeout_s + STARTUP_GRACE_S
-    with selectors.DefaultSelector() as sel:
-        for fd in (*streams, status_fd):
-            sel.register(fd, selectors.EVENT_READ)
-        if exit_fd is not None:
-            sel.register(exit_fd, selectors.EVENT_READ)
-        while True:
-            now = time.monotonic()
-            if stopped is None and now >= deadline:
-                stopped = "timeout" if started else "startup"
-                kill()
-            if exited_at is None and exited():
-                # The main process is gone: nothing of the run may outlive it.
-                exited_at = now
-                kill()
-            # Done when the program has exited and its pipes are drained (a program may close
-            # stdout early and go on). An escaped writer (rlimits-only) may hold them open: 1 s.
-            if exited_at is not None and (not streams or now - exited_at > 1.0):
-                break
-            wait = min(deadline - now, 0.05) if stopped is None else 0.05
-            for key, _ in sel.select(max(0.001, wait)):
-                if key.fd == exit_fd:
-                    sel.unregister(exit_fd)  # exited() reads the news
-                    continue
-                data = os.read(key.fd, 1 << 16)
-                if key.fd == status_fd:
-                    if data[:1] == b"S" and not started:
-                        started = True
-                        deadline = time.monotonic() + timeout_s
-                    if not data:
-                        sel.unregister(status_fd)
-                    continue
+    poller = select.poll()
+    for fd in (*streams, status_fd) if exit_fd is None else (*streams, status_fd, exit_fd):
+        poller.register(fd, select.POLLIN)
+    while True:
+        now = time.monotonic()
+        if stopped is None and now >= deadline:
+            stopped = "timeout" if started else "startup"
+            kill()
+            news = True
+        if exited_at is None and news and exited():
+            # The main process is gone: nothing of the run may outlive it.
+            exited_at = now
+            kill()
+        # Done when the program has exited and its pipes are drained (a program may close
+        # stdout early and go on). An escaped writer (rlimits-only) may hold them open: 1 s.
+        if exited_at is not None and (not streams or now - exited_at > 1.0):
+            break
+        wait = min(deadline - now, 0.05) if stopped is None else 0.05
+        for fd, _ in poller.poll(max(1, math.ceil(wait * 1000))):
+            if fd == exit_fd:
+                poller.unregister(exit_fd)  # exited() reads the news
+                news = True
+                continue
+            data = os.read(fd, 1 << 16)
+            if fd == status_fd:
+                if data[:1] == b"S" and not started:
+                    started = True
+                    deadline = time.monotonic() + timeout_s
                 if not data:
-                    sel.unregister(key.fd)
-                    del streams[key.fd]
-                    continue
-                stream = streams[key.fd]
-                stream.add(data)
-                if stream.over and stopped is None:
-                    stopped = "output"
-                    kill()
+                    poller.unregister(status_fd)
+                continue
+            if not data:
+                poller.unregister(fd)
+                del streams[fd]
+                continue
+            stream = streams[fd]
+            stream.add(data)
+            if stream.over and stopped is None:
+                stopped = "output"
+                kill()
     if not started:
         started = _read_status(status_fd)
     proc.stdout.close()

@@ -12,6 +12,8 @@ row key             row
 ``mas-per-role``    MAS + AT-GRPO, one policy per role (what ``mas-train`` runs)
 ``mas-parallel``    MAS + parallel sampling: ``mas-per-role`` with K independent episodes per
                     task instead of the tree (``rollout.mode=parallel``)
+``mas-parallel-prompt``  the same episodes, grouped by GRPO's own rule: only identical prompts
+                    (``rollout.mode=parallel-prompt``)
 ``mas-swapped``     ``mas-per-role``'s final policies evaluated with the roles swapped (the
                     tool played by the planner's policy and the planner by the tool's)
 ==================  ====================================================================
@@ -91,6 +93,12 @@ ROWS: dict[str, Row] = {
     "mas-parallel": Row(
         "MAS + parallel sampling (per-role)", "mas", "per_role", ("--rollout.mode", "parallel")
     ),
+    "mas-parallel-prompt": Row(
+        "MAS + parallel sampling, prompt groups (per-role)",
+        "mas",
+        "per_role",
+        ("--rollout.mode", "parallel-prompt"),
+    ),
     "mas-swapped": Row(
         "MAS + AT-GRPO (per-role), roles swapped", "mas", None, swapped_of="mas-per-role"
     ),
@@ -105,6 +113,11 @@ GAINS: dict[str, tuple[str, str, str]] = {
         "single-grpo",
     ),
     "tree": ("tree groups over parallel sampling", "mas-per-role", "mas-parallel"),
+    "tree-prompt": (
+        "tree groups over parallel sampling with prompt groups",
+        "mas-per-role",
+        "mas-parallel-prompt",
+    ),
     "swap": ("trained roles over swapped roles", "mas-per-role", "mas-swapped"),
 }
 

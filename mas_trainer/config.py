@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mas_trainer import presets as _preset_tables
+from mas_trainer.rollout import MODES as _ROLLOUT_MODES
 
 __all__ = [
     "PRESETS",
@@ -158,8 +159,10 @@ class RolloutConfig:
     """How training episodes are sampled."""
 
     mode: str = "tree"
-    """``tree`` (AT-GRPO: K clones per turn and agent, continue from the best) or ``parallel`` (K
-    independent episodes per task, grouped by (task, turn, agent): the paper's baseline)."""
+    """``tree`` (AT-GRPO: K clones per turn and agent, continue from the best), ``parallel`` (K
+    independent episodes per task, grouped by (task, turn, agent): the paper's baseline) or
+    ``parallel-prompt`` (the same episodes, grouped only where the prompts are identical:
+    GRPO's own rule, so later turns' groups shrink as the histories part)."""
     k: int = 4
     """Candidates per (turn, agent) in tree mode; independent episodes per task in parallel mode."""
     tasks_per_step: int = 16
@@ -187,7 +190,7 @@ class RolloutConfig:
     ``false`` runs each program at its own step (for benchmarks and debugging)."""
 
     def __post_init__(self) -> None:
-        _choice("rollout", "mode", self.mode, ("tree", "parallel"))
+        _choice("rollout", "mode", self.mode, _ROLLOUT_MODES)
         _check(self.k >= 1, f"rollout.k must be >= 1, got {self.k}")
         _check(self.tasks_per_step >= 1, "rollout.tasks_per_step must be >= 1")
         _check(self.temperature > 0, f"rollout.temperature must be > 0, got {self.temperature}")

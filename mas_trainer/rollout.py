@@ -11,7 +11,10 @@ whole state (termination included) replaces it. Cost per root: K x agents x turn
 Parallel mode (the paper's "parallel sampling" baseline): K independent episodes per task, one
 sample per (episode, turn, agent). A group of one sample carries no signal, so samples are grouped
 by ``(task uid, turn, agent)`` across the K episodes; unlike the tree, their histories differ after
-the first move, which is exactly why the tree's groups are better.
+the first move, which is exactly why the tree's groups are better. ``parallel-prompt`` is the same
+sampling with GRPO's own rule for groups: only samples whose prompts are identical (token for
+token) share a group, so a group never compares answers to different questions, and once the
+histories part the groups shrink (a group of one carries no signal).
 
 Single-agent mode is not a mode here: an env made with ``mode="single"`` has one role, and the same
 code runs it.
@@ -31,7 +34,9 @@ when the programs run.
 
 from __future__ import annotations
 
+import hashlib
 import time
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -43,6 +48,7 @@ from mas_envs.registry import entry, load_entry_point, make
 from mas_trainer.samples import TrainSample
 
 __all__ = [
+    "MODES",
     "Episode",
     "RolloutResult",
     "Tokenizers",
@@ -53,6 +59,10 @@ __all__ = [
     "policy_tokenizers",
     "prefetch_texts",
 ]
+
+
+MODES = ("tree", "parallel", "parallel-prompt")
+"""Rollout modes: AT-GRPO's tree, and the parallel-sampling baseline with two group rules."""
 
 
 def env_factory(env_id: str, **kwargs: Any) -> Callable[[], TextEnv]:
@@ -143,7 +153,7 @@ class Episode:
     """One played episode (the path of chosen branches).
 
     Attributes:
-        uid: The root's uid (the task's uid for the K episodes of a parallel group).
+        uid: The root's uid (``<task uid>/<c>`` for the K episodes of a task in parallel modes).
         task_id: The env's task id.
         success: Solved at the end.
         turns: Turns played.
@@ -168,7 +178,7 @@ class RolloutResult:
 
     Attributes:
         samples: Every candidate of every (root, turn, agent), in generation order.
-        episodes: One per root (tree) or per independent episode (parallel).
+        episodes: One per root (tree) or per independent episode (parallel modes).
         gen_seconds: Time inside ``engine.generate``.
         total_seconds: Wall time of the whole rollout.
         gen_tokens: Completion tokens generated.
@@ -228,9 +238,10 @@ class TreeRollout:
         tokenizer: Chat template and decoder: one shared by the policies, or one per policy name
             (each policy's prompts are encoded and its completions decoded by its own).
         policy_of: The policy name that plays each role (e.g. ``{"tool": "shared", ...}``).
-        k: Candidates per (turn, agent) (tree) or episodes per task (parallel).
+        k: Candidates per (turn, agent) (tree) or episodes per task (parallel modes).
         params: Sampling settings (``mas_trainer.engines.SamplingParams``).
-        mode: ``"tree"`` or ``"parallel"``.
+        mode: ``"tree"``, ``"parallel"`` (groups ``(task, turn, agent)``) or ``"parallel-prompt"``
+            (groups ``(task, turn, agent, prompt)``: only identical prompts are compared).
         tie_break: ``"first"`` or ``"random"``: which best-reward branch a root continues from.
         seed: Seeds tie breaks and the engines' sampling.
         keep_transcripts: Record prompt and action texts of the chosen path in each
@@ -260,8 +271,8 @@ class TreeRollout:
         prefetch: bool = True,
         enable_thinking: bool = False,
     ) -> None:
-        if mode not in ("tree", "parallel"):
-            raise ValueError(f"unknown rollout mode {mode!r}; choose 'tree' or 'parallel'")
+        if mode not in MODES:
+            raise ValueError(f"unknown rollout mode {mode!r}; choose one of {', '.join(MODES)}")
         if tie_break not in ("first", "random"):
             raise ValueError(f"unknown tie_break {tie_break!r}; choose 'first' or 'random'")
         if k < 1:
@@ -285,7 +296,7 @@ class TreeRollout:
 
     def _start(self, task_ids: Sequence[Any], uid_prefix: str) -> list[_Lane]:
         lanes = []
-        copies = self.k if self.mode == "parallel" else 1
+        copies = 1 if self.mode == "tree" else self.k
         for n, task_id in enumerate(task_ids):
             env = self.make_env()
             env.reset(options={"task_id": task_id})
@@ -374,7 +385,9 @@ class TreeRollout:
         """
         env = lane.env
         turn = env.turn
-        group = (lane.group_uid, turn, agent)
+        group: tuple[Any, ...] = (lane.group_uid, turn, agent)
+        if self.mode == "parallel-prompt":  # GRPO's rule: only identical prompts are compared
+            group += (_digest(prompt_ids),)
         branches = self.step_branches(env, texts)
         out = []
         for branch, comp in zip(branches, cands, strict=False):
@@ -447,6 +460,11 @@ class TreeRollout:
         if self.tie_break == "random" and len(ties) > 1:
             return ties[int(self.rng.integers(len(ties)))]
         return ties[0]
+
+
+def _digest(ids: Sequence[int]) -> str:
+    """A short fingerprint of a token sequence (a group key part: equal only for equal ids)."""
+    return hashlib.blake2b(array("q", ids).tobytes(), digest_size=16).hexdigest()
 
 
 def prefetch_texts(env: TextEnv, texts: list[str], agent: str) -> None:

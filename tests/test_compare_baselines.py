@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.slow  # eight short trainer runs (~2 min on one CPU thread)
+pytestmark = pytest.mark.slow  # nine short trainer runs (~2 min on one CPU thread)
 
 BUDGET = [
     "--warmstart-steps", "3", "--steps", "2", "--episodes", "3",
@@ -72,6 +72,7 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
     assert rows["single-grpo"]["config"]["tasks_per_step"] == 4
     assert rows["mas-per-role"]["config"]["tasks_per_step"] == 2
     assert rows["mas-parallel"]["config"]["rollout_mode"] == "parallel"
+    assert rows["mas-parallel-prompt"]["config"]["rollout_mode"] == "parallel-prompt"
     # Unset budget fields keep the preset's values.
     assert rows["mas-per-role"]["config"]["temperature"] == 1.0
     assert rows["mas-per-role"]["config"]["k"] == 4

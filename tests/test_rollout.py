@@ -143,6 +143,58 @@ def test_parallel_mode_groups_independent_episodes_by_task_turn_agent():
     assert len(result.samples) == sum(len(ep.transcript) for ep in result.episodes)
 
 
+class HistoryDigitEnv(DigitEnv):
+    """DigitEnv whose prompt also shows the answer the other role gave last (a history)."""
+
+    def _load_task(self, task_id):
+        super()._load_task(task_id)
+        self._last = ""
+
+    def _apply(self, agent, text):
+        self._last = text.strip()[:1]
+        return super()._apply(agent, text)
+
+    def _prompt(self, agent):
+        return f"{super()._prompt(agent)} Last answer: {self._last or '-'}."
+
+
+def test_parallel_prompt_mode_groups_only_identical_prompts():
+    """Same episodes as ``parallel`` (same seed), but a group never mixes two prompts: the
+    ``parallel`` groups whose histories parted are split, one group per prompt."""
+
+    def play(mode):
+        return TreeRollout(
+            lambda: HistoryDigitEnv(mode="mas", max_turns=3),
+            {"p": ScriptedEngine()},
+            TOKENIZER,
+            {"caller": "p", "echo": "p"},
+            k=4,
+            params=SamplingParams(max_tokens=4),
+            mode=mode,
+            keep_transcripts=True,
+        ).run(range(6))
+
+    loose, strict = play("parallel"), play("parallel-prompt")
+    assert [ep.transcript for ep in loose.episodes] == [ep.transcript for ep in strict.episodes]
+    groups = defaultdict(list)
+    for s in strict.samples:
+        groups[s.group].append(s)
+    for g in groups.values():
+        assert len({tuple(s.prompt_ids) for s in g}) == 1
+    # each (task, turn, agent) group of the parallel mode is split by prompt, nothing else
+    loose_groups = defaultdict(set)
+    for s in loose.samples:
+        loose_groups[s.group].add(tuple(s.prompt_ids))
+    assert len(groups) == sum(len(prompts) for prompts in loose_groups.values())
+    assert len(groups) > len(loose_groups)  # some histories parted (the test has teeth)
+    assert len(groups[next(k for k in groups if k[:3] == ("0", 0, "caller"))]) == 4
+
+
+def test_unknown_rollout_mode_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="parallel-prompt"):
+        make_rollout({"p": ScriptedEngine()}, {"caller": "p", "echo": "p"}, mode="paralel")
+
+
 def test_single_agent_mode_has_one_role():
     result = make_rollout({"p": ScriptedEngine()}, {"echo": "p"}, env_mode="single").run(range(3))
     assert {s.role for s in result.samples} == {"echo"}

@@ -4,13 +4,13 @@ Writes two PNGs:
 
 * ``<prefix>_rows.png``: held-out success of every row, the mean over seeds with its 95%
   t-interval, and each seed as a dot;
-* ``<prefix>_curves.png``: held-out success (greedy) of the ``mas-per-role`` row (the default
-  ``mas-train`` run) and of ``single-grpo`` against the RL step, one line per seed, starting at
-  their warm starts (step 0) and, where the runs evaluated every ``eval.every`` steps, the points
-  in between.
+* ``<prefix>_curves.png``: held-out success (greedy) of the ``--curves`` rows (by default the
+  ``mas-per-role`` row, the default ``mas-train`` run, and ``single-grpo``) against the RL step,
+  one line per seed, starting at their warm starts (step 0) and, where the runs evaluated every
+  ``eval.every`` steps, the points in between.
 
     python benchmarks/plot_baselines.py [--out-dir runs/compare] [--preset plan-path-tiny]
-        [--seed 0 1 2 3 4] [--prefix docs/img/plan_path_tiny]
+        [--seed 0 1 2 3 4] [--prefix docs/img/plan_path_tiny] [--curves ROW ...]
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ def main() -> None:
     parser.add_argument("--preset", default="plan-path-tiny")
     parser.add_argument("--seed", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--prefix", default="docs/img/plan_path_tiny")
+    parser.add_argument(
+        "--curves",
+        nargs="+",
+        choices=[k for k in ROWS if ROWS[k].policy_map is not None],  # rows with an RL phase
+        default=["mas-per-role", "single-grpo"],
+        help="rows whose held-out success is drawn against the RL step",
+    )
     args = parser.parse_args()
     import matplotlib
 
@@ -84,14 +91,17 @@ def main() -> None:
     plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6.5, 3.6))
-    for key, color in (("mas-per-role", "#4c72b0"), ("single-grpo", "#999999")):
-        for j, seed in enumerate(args.seed):
+    palette = {"mas-per-role": "#4c72b0", "single-grpo": "#999999", "mas-parallel": "#dd8452",
+               "mas-parallel-prompt": "#55a868", "mas-shared": "#8172b3"}  # fmt: skip
+    for key in args.curves:
+        color, label = palette[key], ROWS[key].label  # the legend names a row once
+        for seed in args.seed:
             run = out_dir / args.preset / f"seed-{seed}" / key
             if (run / "metrics.jsonl").is_file():
                 xs, ys = zip(*_curve(run), strict=True)
-                label = ROWS[key].label if j == 0 else None
                 ax.plot(xs, [100 * y for y in ys], marker="o", ms=3, color=color, alpha=0.7,
                         label=label)  # fmt: skip
+                label = None
     ax.set_xlabel("RL step (0 = after the warm start)")
     ax.set_ylabel("held-out success (%), greedy")
     ax.set_ylim(0, 100)

@@ -136,13 +136,18 @@ def supports(mode: modes.Mode) -> bool:
 
 def wanted(mode: modes.Mode) -> bool:
     """Whether programs of ``mode`` go through the pool now."""
-    return _off is None and supports(mode) and size() > 0
+    return _wanted_size(mode) > 0
+
+
+def _wanted_size(mode: modes.Mode) -> int:
+    """Workers the pool has for programs of ``mode`` now; 0 when they run cold."""
+    return size() if _off is None and supports(mode) else 0
 
 
 def run(mode: modes.Mode, job: Job) -> ExecResult | None:
     """Run ``job`` in the pool; ``None`` when the pool does not serve it (the caller runs it cold:
     ``MAS_SANDBOX_POOL=off``, an isolation the pool cannot give, or a pool that is off)."""
-    want = size() if _off is None and supports(mode) else 0
+    want = _wanted_size(mode)  # (size() is worked out once a run)
     if not want:
         return None
     pool = _get(mode, want)

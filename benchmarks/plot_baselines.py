@@ -10,7 +10,7 @@ Writes two PNGs:
   ``eval.every`` steps, the points in between.
 
     python benchmarks/plot_baselines.py [--out-dir runs/compare] [--preset plan-path-tiny]
-        [--seed 0 1 2 3 4] [--prefix docs/img/plan_path_tiny] [--curves ROW ...]
+        [--seed 0 1 2 3 4] [--prefix docs/img/plan_path_tiny] [--curves ROW ...] [--note TEXT]
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ def main() -> None:
         default=["mas-per-role", "single-grpo"],
         help="rows whose held-out success is drawn against the RL step",
     )
+    parser.add_argument("--note", default="", help="added to both titles (e.g. an override)")
     args = parser.parse_args()
     import matplotlib
 
@@ -83,7 +84,9 @@ def main() -> None:
     ax.set_ylabel("held-out success (%), greedy")
     ax.set_ylim(0, 105)
     n = len(next(iter(values.values()))) if values else 0
-    ax.set_title(f"{args.preset}: mean of {n} seeds, 95% t-interval, dots = seeds", fontsize=9)
+    ax.set_title(
+        f"{args.preset}{args.note}: mean of {n} seeds, 95% t-interval, dots = seeds", fontsize=9
+    )
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     Path(args.prefix).parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +110,7 @@ def main() -> None:
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    ax.set_title(f"{args.preset}: one line per seed", fontsize=9)
+    ax.set_title(f"{args.preset}{args.note}: one line per seed", fontsize=9)
     fig.tight_layout()
     fig.savefig(f"{args.prefix}_curves.png", dpi=110)
     plt.close(fig)

@@ -42,9 +42,11 @@ class ScriptedEngine:
         pass
 
 
-def make_rollout(engines, policy_of, *, mode="tree", k=4, env_mode="mas", tie="first", seed=0):
+def make_rollout(
+    engines, policy_of, *, mode="tree", k=4, env_mode="mas", tie="first", seed=0, env=DigitEnv
+):
     return TreeRollout(
-        lambda: DigitEnv(mode=env_mode, max_turns=3),
+        lambda: env(mode=env_mode, max_turns=3),
         engines,
         TOKENIZER,
         policy_of,
@@ -163,16 +165,8 @@ def test_parallel_prompt_mode_groups_only_identical_prompts():
     ``parallel`` groups whose histories parted are split, one group per prompt."""
 
     def play(mode):
-        return TreeRollout(
-            lambda: HistoryDigitEnv(mode="mas", max_turns=3),
-            {"p": ScriptedEngine()},
-            TOKENIZER,
-            {"caller": "p", "echo": "p"},
-            k=4,
-            params=SamplingParams(max_tokens=4),
-            mode=mode,
-            keep_transcripts=True,
-        ).run(range(6))
+        engines, policy_of = {"p": ScriptedEngine()}, {"caller": "p", "echo": "p"}
+        return make_rollout(engines, policy_of, mode=mode, env=HistoryDigitEnv).run(range(6))
 
     loose, strict = play("parallel"), play("parallel-prompt")
     assert [ep.transcript for ep in loose.episodes] == [ep.transcript for ep in strict.episodes]

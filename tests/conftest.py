@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+
+def pytest_configure(config):
+    """Under pytest-xdist (``-n auto``), each worker gets its share of the cores for torch and
+    OpenMP, set before anything imports torch, so that workers do not fight over threads."""
+    workers = os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if workers:
+        share = max(1, (os.cpu_count() or 1) // int(workers))
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
 
 
 @pytest.fixture(params=["pool", "cold"])

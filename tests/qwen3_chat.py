@@ -10,6 +10,7 @@ thinking block (the model then answers directly) and otherwise leaves the model 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -37,28 +38,44 @@ THINKING_OFF_SUFFIX = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
 """How a Qwen3 prompt ends with thinking off."""
 
 
-def qwen3_style_tokenizer(extra_tokens: tuple[str, ...] = ()) -> Any:
-    """The byte tokenizer with ``<think>``, ``</think>`` (and ``extra_tokens``) added and the
-    Qwen3-style template."""
-    from mas_trainer.models import build_byte_tokenizer
+BPE_VOCAB = 2048
+"""Tokens of the BPE that :func:`qwen3_style_tokenizer` trains when given a corpus."""
 
-    tok = build_byte_tokenizer()
+
+def qwen3_style_tokenizer(
+    extra_tokens: tuple[str, ...] = (), corpus: Iterable[str] | None = None
+) -> Any:
+    """The byte tokenizer with ``<think>``, ``</think>`` (and ``extra_tokens``) added and the
+    Qwen3-style template; given ``corpus``, a byte-level BPE of :data:`BPE_VOCAB` tokens trained
+    on it instead of the bare bytes (prompts like the corpus' texts are then several times fewer
+    tokens, as with a real Qwen3 tokenizer)."""
+    from mas_trainer.models import build_bpe_tokenizer, build_byte_tokenizer
+
+    if corpus is None:
+        tok = build_byte_tokenizer()
+    else:
+        tok = build_bpe_tokenizer(corpus, vocab_size=BPE_VOCAB)
     tok.add_tokens(["<think>", "</think>", *extra_tokens])
     tok.chat_template = QWEN3_CHAT_TEMPLATE
     return tok
 
 
 def save_qwen3_style_model(
-    folder: Path, seed: int = 0, extra_tokens: tuple[str, ...] = (), preset: str = "tiny"
+    folder: Path,
+    seed: int = 0,
+    extra_tokens: tuple[str, ...] = (),
+    preset: str = "tiny",
+    corpus: Iterable[str] | None = None,
 ) -> Path:
     """A tiny Qwen3 (random weights, tied embeddings) over :func:`qwen3_style_tokenizer`'s
-    vocabulary, saved with its tokenizer: ``model.name`` for a run, as a Qwen3 folder would be."""
+    vocabulary (``extra_tokens``, ``corpus``), saved with its tokenizer: ``model.name`` for a run,
+    as a Qwen3 folder would be."""
     import torch
     from transformers import Qwen3ForCausalLM
 
     from mas_trainer.models import stop_token_ids, tiny_config
 
-    tok = qwen3_style_tokenizer(extra_tokens)
+    tok = qwen3_style_tokenizer(extra_tokens, corpus)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         model = Qwen3ForCausalLM(tiny_config(preset, tok))

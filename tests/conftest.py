@@ -6,6 +6,14 @@ import os
 
 import pytest
 
+MAX_WORKERS = 8
+"""``-n auto`` starts at most this many workers: each holds torch and a tiny model or two (~1 GB),
+so a many-core machine would spend its memory on workers rather than finish sooner."""
+
+
+def pytest_xdist_auto_num_workers(config):
+    return max(1, min(os.cpu_count() or 1, MAX_WORKERS))
+
 
 def pytest_configure(config):
     """Under pytest-xdist (``-n auto``), each worker gets its share of the cores for torch and

@@ -10,10 +10,10 @@ the chat-template flags, the env id, mode and turns, the policy map, model selec
 presets' weights must really move (the fp32 masters nearly all, where their bf16 roundings barely
 change); the untrained baselines' must not.
 
-The quick suite runs one task's five variants and one 8B preset; ``-m slow`` runs every 1.7B
-preset and the 8B ones of the quick suite. Shrunk, an 8B preset is its 1.7B twin but for its
-micro-batch size, the GPU layout that a local CPU run does not read (GPUs per policy, learners,
-the engine's tensor parallelism) and the engine's batch cap, which a shrunk step stays far below:
+The quick suite runs one task's five variants and three more presets (two of them 8B); ``-m slow``
+runs every other 1.7B preset. Shrunk, an 8B preset is its 1.7B twin but for its micro-batch size,
+the GPU layout that a local CPU run does not read (GPUs per policy, learners, the engine's tensor
+parallelism) and the engine's batch cap, which a shrunk step stays far below:
 ``test_8b_presets_shrunk_are_their_1_7b_twins`` checks exactly that, and the 8B rows that run
 cover the micro-batch of 2.
 """

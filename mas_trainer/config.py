@@ -366,6 +366,12 @@ class RunConfig:
     """Episodes per eval written to ``transcripts.jsonl`` (0 = none)."""
     threads: int = 0
     """torch CPU threads (0 = torch's default)."""
+    learners_side_by_side: bool = True
+    """Policies with a model each (``per_role``) take their warm-start and RL update steps at the
+    same time, each in a thread of its own: on a CPU one core per policy (times ``threads``), on
+    Ray their learner actors in parallel. The results are the same as one after another
+    (``false``). ``per_role_lora`` adapters share one model, and policies on one GPU would hold
+    both activations at once: those always take turns."""
     wandb: bool = False
     """Also log to Weights & Biases (needs the wandb extra)."""
     progress: bool = True

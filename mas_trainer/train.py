@@ -44,6 +44,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -54,9 +55,11 @@ from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
 from mas_trainer.learner import with_hyperparameters
+from mas_trainer.lockstep import once_each
 from mas_trainer.outputs import RunDir, cpu_seconds, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
+    Policy,
     build_policies,
     make_learner,
     role_policies,
@@ -235,6 +238,8 @@ def _train(
             # The saved optimiser would restore its own rate and decay: the config's win.
             lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
             pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
+    learners = {n: p.learner for n, p in policies.items() if p.learner is not None}
+    side_by_side = cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies)
     warmstart_steps = max(cfg.optim.warmstart_steps_of(name) for name in policies)
     if warmstart_steps and not state["warmstart_done"]:
         t0 = time.perf_counter()
@@ -261,7 +266,7 @@ def _train(
                 bar.set_postfix({k: f"{v:.3f}" for k, v in list(m.items())[:2]})
 
         warm_start(
-            {n: p.learner for n, p in policies.items() if p.learner is not None},
+            learners,
             data,
             steps=cfg.optim.warmstart_steps,
             batch_size=cfg.optim.warmstart_batch_size,
@@ -271,6 +276,7 @@ def _train(
             min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
             lr_by_policy=cfg.optim.warmstart_lr_by_policy,
             steps_by_policy={n: cfg.optim.warmstart_steps_of(n) for n in policies},
+            side_by_side=side_by_side,
         )
         bar.close()
         for pol in policies.values():
@@ -323,12 +329,10 @@ def _train(
             with _ctrl_c_after_the_step():  # a half-applied update is no state to save
                 # 3.3 update: each policy learns from its own samples
                 t1 = time.perf_counter()
-                for pol in policies.values():
-                    mine = [s for s in batch if s.policy == pol.name]
-                    if not mine:
-                        continue
-                    out = pol.learner.update(mine)
-                    suffix = "" if len(policies) == 1 else f"/{pol.name}"
+                mine = {n: [s for s in batch if s.policy == n] for n in learners}
+                updates = {n: partial(learners[n].update, mine[n]) for n in learners if mine[n]}
+                for n, out in once_each(updates, side_by_side=side_by_side).items():
+                    suffix = "" if len(policies) == 1 else f"/{n}"
                     metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
                 metrics["perf/update_s"] = time.perf_counter() - t1
                 # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
@@ -464,6 +468,15 @@ def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: dict[str, An
             "change them): " + "; ".join(refused)
         )
     return notes
+
+
+def _can_step_side_by_side(cfg: TrainConfig, policies: dict[str, Policy]) -> bool:
+    """Whether the learners share nothing: a model each (``per_role_lora``'s adapters share one),
+    on the CPU or in Ray actors of their own (two policies training on one GPU at once would hold
+    both activations)."""
+    models = {id(p.model) for p in policies.values() if p.learner is not None}
+    own_device = cfg.run.backend == "ray" or cfg.model.device == "cpu"
+    return len(models) == sum(p.learner is not None for p in policies.values()) and own_device
 
 
 @contextlib.contextmanager

@@ -28,6 +28,7 @@ import numpy as np
 
 from mas_envs.base import NoOracleError, TextEnv
 from mas_trainer.learner import cosine_decay
+from mas_trainer.lockstep import lockstep
 from mas_trainer.rollout import Tokenizers, encode_prompt, policy_tokenizers
 from mas_trainer.samples import TrainSample
 
@@ -176,6 +177,7 @@ def warm_start(
     min_lr_ratio: float = 1.0,
     lr_by_policy: Mapping[str, float] | None = None,
     steps_by_policy: Mapping[str, int] | None = None,
+    side_by_side: bool = False,
 ) -> dict[str, float]:
     """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
 
@@ -196,6 +198,9 @@ def warm_start(
         lr_by_policy: Per policy name, a peak rate in place of ``lr`` (same schedule).
         steps_by_policy: Per policy name, its steps in place of ``steps``: its schedule spans
             them, and step ``s`` trains only the policies with at least ``s`` steps.
+        side_by_side: Train the policies at the same time, each in a thread of its own
+            (:func:`~mas_trainer.lockstep.lockstep`; the same minibatches and results). Only for
+            learners that share no model.
 
     Returns:
         The last step's metrics, prefixed by policy name when there are several policies.
@@ -210,21 +215,28 @@ def warm_start(
         raise ValueError(f"min_lr_ratio must be in [0, 1], got {min_lr_ratio}")
     peak = {p: (lr_by_policy or {}).get(p, lr) for p in by_policy}
     length = {p: int((steps_by_policy or {}).get(p, steps)) for p in by_policy}
-    last: dict[str, float] = {}
+    # Every minibatch is drawn first, in a one-after-another run's order (step by step, policy by
+    # policy), so that policies stepping side by side train on the same ones.
+    draws: dict[str, list[np.ndarray]] = {p: [] for p in by_policy}
     for step in range(1, max(length.values(), default=0) + 1):
-        metrics: dict[str, float] = {}
         for policy, pool in by_policy.items():
-            if step > length[policy]:
-                continue
-            rate = peak[policy]
-            step_lr = None if rate is None else cosine_lr(rate, min_lr_ratio, step, length[policy])
-            idx = rng.choice(len(pool), size=min(batch_size, len(pool)), replace=False)
-            m = learners[policy].sft_update([pool[i] for i in idx], lr=step_lr)
-            if step_lr is not None:
-                m = {**m, "optim/lr": step_lr}
-            prefix = "" if len(by_policy) == 1 else f"{policy}/"
-            metrics.update({f"{prefix}{k}": float(v) for k, v in m.items()})
-        last = metrics
+            if step <= length[policy]:
+                size = min(batch_size, len(pool))
+                draws[policy].append(rng.choice(len(pool), size=size, replace=False))
+    prefix = {p: "" if len(by_policy) == 1 else f"{p}/" for p in by_policy}
+
+    def sft_step(policy: str, step: int) -> dict[str, float]:
+        rate = peak[policy]
+        step_lr = None if rate is None else cosine_lr(rate, min_lr_ratio, step, length[policy])
+        pool = by_policy[policy]
+        m = learners[policy].sft_update([pool[i] for i in draws[policy][step - 1]], lr=step_lr)
+        if step_lr is not None:
+            m = {**m, "optim/lr": step_lr}
+        return {f"{prefix[policy]}{k}": float(v) for k, v in m.items()}
+
+    last: dict[str, float] = {}
+    for step, per_policy in lockstep(sft_step, length, side_by_side=side_by_side):
+        last = {k: v for m in per_policy.values() for k, v in m.items()}
         if on_step is not None:
-            on_step(step, metrics)
+            on_step(step, last)
     return last

@@ -27,8 +27,8 @@ _TRAIN_USAGE = """usage: mas-train [PRESET] [--config FILE] [--section.field VAL
 
 Train LLM agents with AT-GRPO (tree rollouts, agent- and turn-wise groups) on a mas_envs env.
 With no arguments: the embedded default, preset 'plan-path-tiny' (a team of two tiny models
-learns 5x5 Plan-Path, its tool writing programs the sandbox runs, on the CPU in about 7 minutes;
-supervised warm start, then AT-GRPO).
+learns 5x5 Plan-Path, its tool writing programs the sandbox runs, on the CPU in about 13 minutes
+on a slow 2-core machine; supervised warm start, then AT-GRPO).
 
 positional:
   PRESET            one of: {presets}

@@ -8,7 +8,8 @@ same data, with the same generator, whichever way they are scheduled (``tests/te
 checks a run bit for bit).
 
 Only learners that share nothing may step side by side: ``per_role_lora`` adapters share one base
-model (and the adapter switch is global to it), so the trainer steps those one after another.
+model (and the adapter switch is global to it), and two local learners on one GPU would hold both
+activations at once, so the trainer steps those one after another (``run.learners_side_by_side``).
 """
 
 from __future__ import annotations

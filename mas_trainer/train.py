@@ -474,9 +474,9 @@ def _can_step_side_by_side(cfg: TrainConfig, policies: dict[str, Policy]) -> boo
     """Whether the learners share nothing: a model each (``per_role_lora``'s adapters share one),
     on the CPU or in Ray actors of their own (two policies training on one GPU at once would hold
     both activations)."""
-    models = {id(p.model) for p in policies.values() if p.learner is not None}
+    models = [id(p.model) for p in policies.values() if p.learner is not None]
     own_device = cfg.run.backend == "ray" or cfg.model.device == "cpu"
-    return len(models) == sum(p.learner is not None for p in policies.values()) and own_device
+    return own_device and len(set(models)) == len(models)
 
 
 @contextlib.contextmanager

@@ -103,3 +103,25 @@ def test_a_per_role_run_is_the_same_bit_for_bit_side_by_side(tmp_path):
 
     assert learned(runs["true"]) == learned(runs["false"])
     assert any("warmstart/echo/loss/sft" in r for r in learned(runs["true"]))
+
+
+def test_only_learners_that_share_nothing_step_side_by_side():
+    from types import SimpleNamespace
+
+    from mas_trainer.config import build_config
+    from mas_trainer.train import _can_step_side_by_side
+
+    a, b = object(), object()
+
+    def pols(*models):
+        return {f"p{i}": SimpleNamespace(model=m, learner=object()) for i, m in enumerate(models)}
+
+    cpu = build_config("plan-path-tiny")
+    gpu = build_config("plan-path-tiny", overrides=["--model.device", "cuda"])
+    ray_gpu = build_config(
+        "plan-path-tiny", overrides=["--model.device", "cuda", "--run.backend", "ray"]
+    )
+    assert _can_step_side_by_side(cpu, pols(a, b))
+    assert not _can_step_side_by_side(cpu, pols(a, a))  # per_role_lora: one model, two adapters
+    assert not _can_step_side_by_side(gpu, pols(a, b))  # two learners' activations on one GPU
+    assert _can_step_side_by_side(ray_gpu, pols(a, b))  # actors of their own

@@ -202,3 +202,60 @@ def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
     for path in (run, ckpt, ckpt / "shared"):
         value, source = default_max_new_tokens(str(path), ["mas/Sokoban-v0"])
         assert value == 5 and str(run) in source
+
+
+def test_results_pair_up_episode_by_episode(tmp_path):
+    """``episode_success`` lists each task's outcome in ``task_ids`` order, so two evaluations of
+    the same tasks can be compared pair by pair (benchmarks/paired_episodes.py)."""
+    from mas_trainer.eval.play import run_eval
+
+    kw = {"episodes": 30, "env_options": {"rows": 4, "cols": 4}}
+    oracle = run_eval("mas/PlanPath-v0", "oracle", **kw)
+    rand = run_eval("mas/PlanPath-v0", "random", **kw)
+    assert oracle["task_ids"] == rand["task_ids"] and len(rand["task_ids"]) == 30
+    assert oracle["episode_success"] == [1] * 30
+    assert sum(rand["episode_success"]) == rand["successes"] < 30
+    assert set(rand["episode_success"]) <= {0, 1}
+    out = tmp_path / "r.json"  # the CLI's result file carries them too
+    argv = ["--env", "mas/PlanPath-v0", "--policy", "random", "--episodes", "30"]
+    assert eval_main([*argv, "--env-options", '{"rows": 4, "cols": 4}', "--output", str(out)]) == 0
+    assert json.loads(out.read_text())["episode_success"] == rand["episode_success"]
+
+
+def test_paired_episodes_counts_the_pairs_and_tests_them(tmp_path, capsys):
+    """benchmarks/paired_episodes.py on two rows (the oracle and the random policy standing in
+    for checkpoints): the pair counts, the exact McNemar p-values, and a refusal when a replay
+    does not reproduce the success its row recorded."""
+    import importlib.util
+    from pathlib import Path
+
+    from mas_trainer.eval.play import run_eval
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "paired_episodes.py"
+    spec = importlib.util.spec_from_file_location("paired_episodes", path)
+    paired = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(paired)
+    assert paired.mcnemar_exact(0, 0) == 1.0
+    assert paired.mcnemar_exact(5, 0) == paired.mcnemar_exact(0, 5) == 2 / 32
+    assert paired.mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)
+
+    opts = {"rows": 4, "cols": 4}
+    wins = sum(
+        run_eval("mas/PlanPath-v0", "random", episodes=30, env_options=opts)["episode_success"]
+    )
+    rows = tmp_path / "plan-path-tiny" / "seed-0" / "rows"
+    rows.mkdir(parents=True)
+    for row, policy, success in (("a", "oracle", 1.0), ("b", "random", wins / 30)):
+        cfg = {"env": {"id": "mas/PlanPath-v0", "mode": "mas", "options": opts},
+               "eval_episodes": 30, "eval_split": "test"}  # fmt: skip
+        result = {"config": cfg, "checkpoint": policy, "success_final": success}
+        (rows / f"{row}.json").write_text(json.dumps(result))
+    paired.main(["--out-dir", str(tmp_path), "--seed", "0", "--rows", "a", "b"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    p = paired.mcnemar_exact(30 - wins, 0)
+    counts = f"{30 - wins} | 0 | {wins} | 0"  # a only, b only, both, neither
+    assert last == f"| all (30 pairs) | {counts} | {100 * (30 - wins) / 30:+.1f} | {p:.3g} |"
+    result["success_final"] = 1.0  # row b's file now claims more than its policy solves
+    (rows / "b.json").write_text(json.dumps(result))
+    with pytest.raises(SystemExit, match="the replay solved"):
+        paired.main(["--out-dir", str(tmp_path), "--seed", "0", "--rows", "a", "b"])

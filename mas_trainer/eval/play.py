@@ -226,8 +226,9 @@ def run_eval(
 
     Returns:
         A JSON-able dict: env, policy, split, mode, ``env_options`` and ``max_turns`` as given,
-        ``task_ids`` (every task id played, in order), ``policy_of``, ``greedy``,
-        ``max_new_tokens`` and ``system_message``, then the :func:`summarize` keys.
+        ``task_ids`` (every task id played, in order), ``episode_success`` (1 or 0 for each of
+        them: two evaluations of the same tasks pair up episode by episode), ``policy_of``,
+        ``greedy``, ``max_new_tokens`` and ``system_message``, then the :func:`summarize` keys.
     """
     kwargs: dict[str, Any] = {"mode": mode, "split": split, **(env_options or {})}
     if max_turns is not None:
@@ -257,6 +258,7 @@ def run_eval(
         "env_options": dict(env_options or {}),
         "max_turns": max_turns,
         "task_ids": task_ids,
+        "episode_success": [int(bool(ep.success)) for ep in played],
         "policy_of": setup.info["policy_of"],
         "greedy": True,
         "max_new_tokens": max_new_tokens,

@@ -75,9 +75,11 @@ def main() -> None:
         ax.errorbar(i, 100 * mean, yerr=err, color="black", capsize=4)
         ax.scatter([i] * len(values[key]), [100 * v for v in values[key]], color="black", s=10,
                    zorder=3)  # fmt: skip
-        # The mean at the bar's foot, where no error bar or seed dot covers it.
+        # The mean at the bar's foot, where no error bar or seed dot covers it; a bar too short
+        # for it gets it above its highest seed and interval.
         inside = mean > 0.08
-        ax.text(i, 2, f"{100 * mean:.1f}%", ha="center", va="bottom", fontsize=8,
+        y = 2 if inside else 100 * max(min(high, 1.0), *values[key]) + 2
+        ax.text(i, y, f"{100 * mean:.1f}%", ha="center", va="bottom", fontsize=8,
                 color="white" if inside else "black", fontweight="bold")  # fmt: skip
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels([ROWS[k].label.replace(" (", "\n(") for k in keys], fontsize=7)

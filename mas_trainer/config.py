@@ -159,10 +159,10 @@ class RolloutConfig:
     """How training episodes are sampled."""
 
     mode: str = "tree"
-    """``tree`` (AT-GRPO: K clones per turn and agent, continue from the best), ``parallel`` (K
-    independent episodes per task, grouped by (task, turn, agent): the paper's baseline) or
-    ``parallel-prompt`` (the same episodes, grouped only where the prompts are identical:
-    GRPO's own rule, so later turns' groups shrink as the histories part)."""
+    """``tree`` (AT-GRPO: K clones per turn and agent, continue from the best), or the paper's
+    parallel-sampling baseline, K independent episodes per task: ``parallel`` (grouped by (task,
+    turn, agent) whatever the histories) or ``parallel-prompt`` (grouped only where the prompts
+    are identical: GRPO's own rule, so later turns' groups shrink as the histories part)."""
     k: int = 4
     """Candidates per (turn, agent) in tree mode; independent episodes per task in parallel mode."""
     tasks_per_step: int = 16

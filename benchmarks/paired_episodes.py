@@ -24,6 +24,7 @@ import io
 import json
 import math
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -81,12 +82,8 @@ def main(argv: list[str] | None = None) -> None:
     for seed in args.seed:
         rows = Path(args.out_dir) / args.preset / f"seed-{seed}" / "rows"
         wa, wb = replay(rows / f"{a}.json"), replay(rows / f"{b}.json")
-        counts = [
-            sum(x and not y for x, y in zip(wa, wb, strict=True)),
-            sum(y and not x for x, y in zip(wa, wb, strict=True)),
-            sum(x and y for x, y in zip(wa, wb, strict=True)),
-            sum(not x and not y for x, y in zip(wa, wb, strict=True)),
-        ]
+        pairs = Counter(zip(wa, wb, strict=True))
+        counts = [pairs[1, 0], pairs[0, 1], pairs[1, 1], pairs[0, 0]]  # a only, b only, both, none
         total = [t + c for t, c in zip(total, counts, strict=True)]
         diff = 100 * (counts[0] - counts[1]) / len(wa)
         p = mcnemar_exact(counts[0], counts[1])

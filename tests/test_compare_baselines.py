@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from benchmark_scripts import load
 
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -19,14 +19,6 @@ BUDGET = [
     "--rollout.tasks_per_step", "2", "--optim.warmstart_episodes", "8",
     "--run.log_transcripts", "0",
 ]  # fmt: skip
-
-
-def _load():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "compare_baselines.py"
-    spec = importlib.util.spec_from_file_location("compare_baselines", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _rl_metrics(run_dir: Path) -> list[dict]:
@@ -44,7 +36,7 @@ def _adam_steps(folder: Path) -> int:
 
 
 def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_path, monkeypatch):
-    module = _load()
+    module = load("compare_baselines")
     out = tmp_path / "cmp"
     argv = ["compare_baselines.py", *BUDGET, "--out-dir", str(out), "--out", str(out / "t.md")]
     monkeypatch.setattr(sys, "argv", argv)
@@ -110,7 +102,7 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
 
 
 def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path, monkeypatch):
-    module = _load()
+    module = load("compare_baselines")
     out = tmp_path / "cmp"
     for seed, values in ((0, (0.2, 0.5, 0.9)), (1, (0.4, 0.4, 0.7))):
         folder = out / "plan-path-tiny" / f"seed-{seed}" / "rows"

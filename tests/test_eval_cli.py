@@ -226,15 +226,11 @@ def test_paired_episodes_counts_the_pairs_and_tests_them(tmp_path, capsys):
     """benchmarks/paired_episodes.py on two rows (the oracle and the random policy standing in
     for checkpoints): the pair counts, the exact McNemar p-values, and a refusal when a replay
     does not reproduce the success its row recorded."""
-    import importlib.util
-    from pathlib import Path
+    from benchmark_scripts import load
 
     from mas_trainer.eval.play import run_eval
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "paired_episodes.py"
-    spec = importlib.util.spec_from_file_location("paired_episodes", path)
-    paired = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(paired)
+    paired = load("paired_episodes")
     assert paired.mcnemar_exact(0, 0) == 1.0
     assert paired.mcnemar_exact(5, 0) == paired.mcnemar_exact(0, 5) == 2 / 32
     assert paired.mcnemar_exact(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096)

@@ -3,24 +3,14 @@ preset, end to end, and the same report the GPU run prints."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+from benchmark_scripts import load
 
 pytest.importorskip("transformers")
 
 
-def _load():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
-    spec = importlib.util.spec_from_file_location("gpu_check", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_gpu_check_runs_a_shrunk_paper_preset_on_cpu(tmp_path, capsys):
-    figures = _load().run(
+    figures = load("gpu_check").run(
         [
             "--shape", "tiny-bpe", "--device", "cpu", "--engine", "transformers",
             "--tasks", "1", "--new-tokens", "8", "--steps", "2", "--eval-episodes", "1",

@@ -37,6 +37,12 @@ options:
   -h, --help        show this help (every field below, with its value in PRESET) and exit
   --config FILE     a .json or .toml file of {{section: {{field: value}}}} (may name a "preset")
   --print-config    print the resolved config as JSON and exit
+  --plan            print what each GPU will hold (engine weights and KV cache, learner weights,
+                    gradients, AdamW moments, activations and logits at the preset's lengths: torch's
+                    own accounting of one training step on fake tensors, nothing allocated) and the
+                    checkpoints' disk; exit 1, saying what to change, if the run does not fit
+  --gpu-gib GIB     --plan: memory of each GPU in GiB (default: the visible GPU's, else 79, an
+                    80 GB H100/A100; an H200 is 139)
   --run.resume DIR  continue the run in DIR (its config, then your overrides)
 
 fields (--section.field VALUE or --section.field=VALUE):{fields}
@@ -46,7 +52,23 @@ examples:
   mas-train plan-path-tiny --rollout.k 8 --algo.policy_map per_role
   mas-train sokoban-tiny --env.options '{{"size": 5}}' --run.name my-run
   mas-train --run.resume runs/my-run
+  mas-train plan-path-qwen3-1.7b --plan
 """
+
+
+def _pop_option(args: list[str], name: str) -> str | None:
+    """Remove ``name VALUE`` (or ``name=VALUE``) from ``args``; its value, or None."""
+    for i, a in enumerate(args):
+        if a == name:
+            if i + 1 >= len(args):
+                raise ConfigError(f"{name} needs a value")
+            value = args[i + 1]
+            del args[i : i + 2]
+            return value
+        if a.startswith(name + "="):
+            del args[i]
+            return a.split("=", 1)[1]
+    return None
 
 
 def _resolve(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
@@ -92,11 +114,16 @@ def train_main(argv: Sequence[str] | None = None) -> int:
             cfg = None
         print(_TRAIN_USAGE.format(presets=", ".join(PRESETS), fields=help_text(cfg)))
         return 0
+    plan = "--plan" in argv
+    argv = [a for a in argv if a != "--plan"]
     try:
+        gpu_gib = _pop_option(argv, "--gpu-gib")
         cfg, print_config = _resolve(argv)
     except ConfigError as err:
         print(f"mas-train: error: {err}", file=sys.stderr)
         return 2
+    if plan:
+        return _plan_main(cfg, gpu_gib)
     if print_config:
         from mas_trainer.config import config_to_dict
 
@@ -116,6 +143,31 @@ def train_main(argv: Sequence[str] | None = None) -> int:
         return 130
     _print_summary(summary)
     return 130 if summary.get("interrupted") else 0
+
+
+def _plan_main(cfg: TrainConfig, gpu_gib: str | None) -> int:
+    """``--plan``: print the run's memory plan; 0 when it fits, 1 when not, 2 on bad input."""
+    try:
+        for module in ("torch", "transformers"):
+            require(module, purpose="mas-train --plan")
+        import torch
+
+        from mas_trainer.plan import DEFAULT_GPU_GIB, plan_run
+
+        if gpu_gib is not None:
+            size = float(gpu_gib)
+        elif torch.cuda.is_available():
+            size = torch.cuda.get_device_properties(0).total_memory / 2**30
+        else:
+            size = DEFAULT_GPU_GIB
+        if size <= 0:
+            raise ValueError(f"--gpu-gib must be > 0, got {gpu_gib}")
+        result = plan_run(cfg, size)
+    except (ValueError, ImportError) as err:
+        print(f"mas-train: error: {err}", file=sys.stderr)
+        return 2
+    print(result.render())
+    return 0 if result.fits else 1
 
 
 def _print_summary(summary: dict) -> None:

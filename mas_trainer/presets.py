@@ -182,6 +182,7 @@ PAPER_TESTS: dict[str, dict[str, str]] = {
 """The test benchmarks (the paper's columns) of the code and math rows: prepared test files."""
 
 _UNTRAINED: Preset = {
+    "model": {"engine_tp": 1},
     "optim": {"steps": 0},
     "algo": {"policy_map": "shared"},
     "run": {"backend": "local", "ray_sharding": "replicate"},
@@ -199,7 +200,7 @@ PAPER_VARIANTS: dict[str, tuple[str, Preset]] = {
 }
 """The rows of the paper's tables: preset-name suffix -> (row, what the variant sets). The
 untrained rows evaluate the base model only (``optim.steps 0``: held-out success at step 0 is the
-row's number); they run on one GPU whatever the size."""
+row's number); they run on one GPU whatever the size (one engine, not tensor-parallel)."""
 
 PAPER_SCALE: dict[str, Preset] = {
     # One GPU (an H200 holds both per-role policies: docs/scale_out.md has the memory plan).
@@ -218,6 +219,14 @@ PAPER_SCALE: dict[str, Preset] = {
     },
 }
 """Resources and batch shapes of each model size (memory only: no value the algorithm sees)."""
+
+PAPER_PER_ROLE_SCALE: dict[str, Preset] = {
+    # Two policies' learners and engines on one 80 GB GPU: with micro-batches of 4 the update
+    # peaks at ~90 GiB (the logits of 4 x 4096 x 151,936 alone take 37 GiB; `mas-train
+    # plan-path-qwen3-1.7b --plan`), with 2 at ~64 GiB.
+    "1.7b": {"optim": {"micro_batch_size": 2}},
+}
+"""What the per-role variant of a model size changes in :data:`PAPER_SCALE` (memory only)."""
 
 
 def _paper_common(row: PaperRow) -> Preset:
@@ -282,7 +291,12 @@ def _merge(*presets: Preset) -> Preset:
 def paper_presets(rows: list[PaperRow] | None = None) -> dict[str, Preset]:
     """Every (row x variant) preset, by name (``plan-path-qwen3-1.7b-shared``)."""
     return {
-        row.name(suffix): _merge(_paper_common(row), PAPER_SCALE[row.size], variant)
+        row.name(suffix): _merge(
+            _paper_common(row),
+            PAPER_SCALE[row.size],
+            PAPER_PER_ROLE_SCALE.get(row.size, {}) if suffix == "" else {},
+            variant,
+        )
         for row in (PAPER_ROWS if rows is None else rows)
         for suffix, (_, variant) in PAPER_VARIANTS.items()
     }

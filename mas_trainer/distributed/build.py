@@ -25,6 +25,7 @@ from mas_trainer.distributed.handles import (
     ray_module,
     remote_class,
 )
+from mas_trainer.plan import check_cluster, ray_request
 from mas_trainer.policy import Policy
 
 __all__ = ["RayPolicies", "build_ray_policies", "free_port"]
@@ -94,6 +95,8 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
         )
     if not ray.is_initialized():
         ray.init(address=cfg.run.ray_address or None, log_to_driver=False)
+    # A placement group the cluster cannot hold waits forever: refuse at once instead.
+    check_cluster(ray_request(cfg, len(names)), ray.cluster_resources())
     threads = cfg.run.threads or 1
     world = cfg.run.ray_learners
     gpus = cfg.run.ray_gpus_per_policy

@@ -1,0 +1,611 @@
+"""The memory plan of a run (``mas-train PRESET --plan``): what each GPU will hold, before any model
+loads, and whether it fits.
+
+The learner's figures are torch's own accounting, not arithmetic: the model is built from its
+config under ``torch._subclasses.FakeTensorMode`` (tensors with shapes and dtypes but no storage),
+and one training step at the run's micro-batch shape (the learner's forward through
+:func:`~mas_trainer.learner.completion_logits`, log-probs through
+:func:`~mas_trainer.at_grpo.token_logprobs`, backward with the run's gradient checkpointing and
+autocast, gradient clipping and an AdamW step whose moments already exist) runs under
+``torch.distributed._tools``' ``MemTracker`` (``FSDPMemTracker`` on ``run.ray_sharding fsdp``: the
+model is sharded with :func:`~mas_trainer.distributed.learners.shard_model` over a fake process
+group of the run's learner ranks). The tracker reports the peak by kind: parameters, gradients,
+optimizer states, activations and temporaries, FSDP's gathered bf16 units.
+
+Tracking every layer of an 8B model takes minutes on a CPU, so the step is tracked with 1 and 2
+decoder layers and extrapolated per layer (every tracked figure is linear in the layer count:
+parameters, gradients and moments per layer, one gradient-checkpoint input per layer; the rest
+does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
+and backward (peak at the LM head's backward: logits and their gradients) and the optimizer step
+(every gradient alive). ``tests/test_plan.py`` checks the extrapolation against a full track.
+
+The engine's figures are arithmetic: vLLM takes ``model.engine_memory`` of each card while awake
+(its weights, ``2 N / tp`` bytes in bf16, and the KV cache in the rest) and sleeps during updates
+(weights to CPU memory, cache dropped). Sequences are ``P + R`` tokens, ``R`` the preset's
+``rollout.max_new_tokens`` and ``P = R + PROMPT_OVER_RESPONSE`` (the planner's prompt holds the tool's
+program and its output).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mas_trainer.config import TrainConfig
+
+__all__ = [
+    "QWEN3_SHAPES",
+    "LearnerMemory",
+    "ModelShape",
+    "RunPlan",
+    "check_cluster",
+    "learner_memory",
+    "model_shape",
+    "plan_run",
+    "ray_request",
+]
+
+GIB = 2**30
+PROMPT_OVER_RESPONSE = 1024
+"""Prompt tokens beyond the response length that the plan assumes (``P = R + 1024``)."""
+RESERVE_GIB = 2.0
+"""Per GPU, what the plan keeps free for the CUDA context, NCCL buffers and allocator slack."""
+DEFAULT_GPU_GIB = 79.0
+"""An 80 GB H100 or A100 as torch sees it (``total_memory``: 79.2 GiB)."""
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """A Qwen3-style decoder's shape (the fields of its ``config.json`` that size memory)."""
+
+    hidden: int
+    layers: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate: int
+    vocab: int
+    tied: bool
+
+    @property
+    def params(self) -> int:
+        """Parameters: attention (with q/k norms), MLP and norms per layer, embeddings, LM head."""
+        attn = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
+        layer = attn + 3 * self.hidden * self.intermediate + 2 * self.hidden + 2 * self.head_dim
+        return self.layers * layer + self.hidden + self.vocab * self.hidden * (1 + (not self.tied))
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """KV-cache bytes of one token in bf16 (keys and values of every layer)."""
+        return 2 * self.layers * self.kv_heads * self.head_dim * 2
+
+    def hf_config(self, layers: int | None = None) -> Any:
+        """A transformers ``Qwen3Config`` of this shape (``layers`` decoder layers if given)."""
+        from transformers import Qwen3Config
+
+        cfg = Qwen3Config(
+            vocab_size=self.vocab,
+            hidden_size=self.hidden,
+            intermediate_size=self.intermediate,
+            num_hidden_layers=layers or self.layers,
+            num_attention_heads=self.heads,
+            num_key_value_heads=self.kv_heads,
+            head_dim=self.head_dim,
+            tie_word_embeddings=self.tied,
+            max_position_embeddings=40960,
+        )
+        cfg._attn_implementation = "sdpa"  # flash/memory-efficient: no (L, L) scores
+        return cfg
+
+
+QWEN3_SHAPES: dict[str, ModelShape] = {
+    # Their published config.json: hidden_size, num_hidden_layers, num_attention_heads,
+    # num_key_value_heads, head_dim, intermediate_size, vocab_size, tie_word_embeddings.
+    "Qwen/Qwen3-1.7B": ModelShape(2048, 28, 16, 8, 128, 6144, 151936, True),
+    "Qwen/Qwen3-8B": ModelShape(4096, 36, 32, 8, 128, 12288, 151936, False),
+}
+"""The paper's models, so that a plan needs no download."""
+
+
+def model_shape(name: str) -> ModelShape:
+    """The shape of ``model.name``: a paper model, a ``tiny:<preset>``, or a local folder with a
+    ``config.json``.
+
+    Raises:
+        ValueError: a hub id the plan does not know (it downloads nothing): name a local copy.
+    """
+    if name in QWEN3_SHAPES:
+        return QWEN3_SHAPES[name]
+    if name.startswith("tiny:"):
+        from mas_trainer.models import PRESETS, tiny_tokenizer
+
+        p = PRESETS.get(name[5:])
+        if p is None:
+            raise ValueError(f"unknown tiny model preset {name!r}; choose one of {sorted(PRESETS)}")
+        vocab = p.vocab_size or len(tiny_tokenizer(name[5:]))
+        head_dim = p.hidden_size // p.num_attention_heads
+        return ModelShape(p.hidden_size, p.num_hidden_layers, p.num_attention_heads,
+                          p.num_key_value_heads, head_dim, p.intermediate_size, vocab, True)  # fmt: skip
+    config = Path(name) / "config.json"
+    if not config.is_file():
+        raise ValueError(
+            f"--plan: no shape for model {name!r} (it downloads nothing): pass a local folder "
+            f"with a config.json as --model.name, or one of {sorted(QWEN3_SHAPES)}"
+        )
+    c = json.loads(config.read_text())
+    heads = c["num_attention_heads"]
+    return ModelShape(
+        c["hidden_size"], c["num_hidden_layers"], heads, c.get("num_key_value_heads", heads),
+        c.get("head_dim") or c["hidden_size"] // heads, c["intermediate_size"], c["vocab_size"],
+        bool(c.get("tie_word_embeddings", False)),
+    )  # fmt: skip
+
+
+# ------------------------------------------------------------------------- the learner, tracked
+
+
+@dataclass(frozen=True)
+class LearnerMemory:
+    """Bytes one learner rank holds at the peak of a training step (torch's accounting).
+
+    Attributes:
+        weights: Master weights (this rank's shard).
+        compute_copy: FSDP's gathered compute-dtype units at the peak (0 unsharded: autocast's
+            weight casts are temporaries, counted in ``activations``).
+        grads: Gradients alive at the peak (the optimizer step's peak has all of them).
+        optimizer: AdamW moments.
+        activations: Activations and temporaries at the peak, the logits included.
+        logits: The LM head and log-probs of one micro-batch alone (tracked apart): the part of
+            ``activations`` that grows with the vocabulary.
+        peak: The step's peak, the larger of its two phases (forward+backward, optimizer step).
+    """
+
+    weights: int
+    compute_copy: int
+    grads: int
+    optimizer: int
+    activations: int
+    logits: int
+    peak: int
+
+
+_KINDS = {
+    "Parameter": "weights",
+    "Sharded Param": "weights",
+    "Unsharded Param": "compute_copy",
+    "Gradient": "grads",
+    "Sharded Grad": "grads",
+    "Unsharded Grad": "grads",
+    "Optstate": "optimizer",
+    "OptState": "optimizer",
+}
+
+
+def _by_kind(snapshot: dict[Any, dict[Any, int]]) -> dict[str, int]:
+    """A tracker snapshot (device -> kind -> bytes) as this module's kinds, summed over devices."""
+    out = dict.fromkeys(("weights", "compute_copy", "grads", "optimizer", "activations"), 0)
+    for kinds in snapshot.values():
+        for kind, n in kinds.items():
+            name = getattr(kind, "value", kind)
+            if name == "Total":
+                continue
+            out[_KINDS.get(name, "activations")] += n
+    out["peak"] = sum(out.values())
+    return out
+
+
+@contextmanager
+def _fake_group(world: int) -> Iterator[None]:
+    """A fake process group of ``world`` ranks (collectives are no-ops), for FSDP's sharding."""
+    import torch.distributed as dist
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    if dist.is_initialized():
+        raise RuntimeError("--plan runs before any process group; one is initialised already")
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=world)
+    try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[str, dict[str, int]]:
+    """One training step of ``shape`` cut to ``layers`` layers, tracked on fake tensors: the peak
+    of forward+backward and of the optimizer step, by kind."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.mem_tracker import MemTracker
+    from transformers import Qwen3ForCausalLM
+
+    from mas_trainer.at_grpo import token_logprobs
+    from mas_trainer.learner import completion_logits
+
+    micro, prompt, response, dtype, autocast, checkpointing, shards = spec
+    length = prompt + response
+    fake = FakeTensorMode(allow_non_fake_inputs=True)
+    default = torch.get_default_dtype()
+    with fake:
+        torch.set_default_dtype(getattr(torch, dtype))  # the masters' dtype, built in it
+        try:
+            model = Qwen3ForCausalLM(shape.hf_config(layers))
+        finally:
+            torch.set_default_dtype(default)
+        if checkpointing:
+            enable = getattr(model, "activation_checkpointing_enable", None)
+            (enable or model.gradient_checkpointing_enable)()
+        model.train()
+    root: Any = None
+    if shards > 1:  # outside the fake mode: the device mesh holds real rank tensors
+        from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
+
+        from mas_trainer.distributed.learners import shard_model
+
+        root = shard_model(model, getattr(torch, autocast) if autocast != "none" else None)
+    cast = autocast != "none" and root is None
+    with fake:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
+        for p in model.parameters():  # moments exist from the second step on
+            p.grad = torch.zeros_like(p)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        ids = torch.zeros((micro, length), dtype=torch.long)
+        positions = torch.arange(prompt - 1, length - 1).expand(micro, response)
+
+        def new_tracker() -> Any:
+            if root is None:
+                tracker = MemTracker()
+                tracker.track_external(model, optimizer)
+                return tracker
+            return FSDPMemTracker(root, optimizer)
+
+        phases = {}
+        tracker = new_tracker()
+        with tracker:
+            compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
+            with torch.autocast("cpu", dtype=compute, enabled=cast):
+                logits = (root or functools.partial(completion_logits, model))(ids, positions)
+            loss = -token_logprobs(logits, ids[:, prompt:], 0.6).mean()
+            loss.backward()
+            del logits, loss
+        phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+        tracker = new_tracker()
+        with tracker:
+            torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
+            optimizer.step()
+        phases["optimizer"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+        optimizer.zero_grad(set_to_none=True)
+    return phases
+
+
+def _track_logits(shape: ModelShape, micro: int, response: int, autocast: str) -> int:
+    """Peak bytes of the LM head and log-probs of one micro-batch, forward and backward."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.distributed._tools.mem_tracker import MemTracker
+
+    from mas_trainer.at_grpo import token_logprobs
+
+    compute = torch.float32 if autocast == "none" else getattr(torch, autocast)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        head = torch.nn.Linear(shape.hidden, shape.vocab, bias=False, dtype=compute)
+        hidden = torch.zeros((micro, response, shape.hidden), dtype=compute, requires_grad=True)
+        targets = torch.zeros((micro, response), dtype=torch.long)
+        tracker = MemTracker()
+        tracker.track_external(head)
+        with tracker:
+            token_logprobs(head(hidden), targets, 0.6).mean().backward()
+        peak = _by_kind(tracker.get_tracker_snapshot("peak"))
+    return peak["activations"] + peak["grads"]
+
+
+@functools.cache
+def learner_memory(
+    shape: ModelShape,
+    *,
+    micro_batch: int,
+    prompt: int,
+    response: int,
+    dtype: str = "float32",
+    autocast: str = "bfloat16",
+    checkpointing: bool = True,
+    shards: int = 1,
+    layers: int | None = None,
+) -> LearnerMemory:
+    """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
+
+    Args:
+        shape: The model.
+        micro_batch: Sequences per forward/backward pass.
+        prompt: Prompt tokens per sequence.
+        response: Response tokens per sequence (the LM head runs on these only).
+        dtype: Master weights' dtype (``model.dtype``).
+        autocast: Compute dtype (``model.autocast``; FSDP2's ``param_dtype`` when sharded).
+        checkpointing: Gradient checkpointing (``model.gradient_checkpointing``).
+        shards: FSDP2 ranks the model is sharded over (1: unsharded).
+        layers: Track this many layers whole instead of extrapolating from 1 and 2 (a check).
+    """
+    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, shards)
+    if shards > 1:
+        with _fake_group(shards):
+            tracked = {n: _track_step(shape, n, spec) for n in ((layers,) if layers else (1, 2))}
+    else:
+        tracked = {n: _track_step(shape, n, spec) for n in ((layers,) if layers else (1, 2))}
+    if layers:
+        phases = tracked[layers]
+    else:  # linear in the layer count: the value at 1 layer plus (L - 1) times the slope
+        one, two = tracked[1], tracked[2]
+        phases = {
+            phase: {k: one[phase][k] + (shape.layers - 1) * (two[phase][k] - one[phase][k])
+                    for k in one[phase]}
+            for phase in one
+        }  # fmt: skip
+    top = max(phases.values(), key=lambda kinds: kinds["peak"])
+    return LearnerMemory(
+        weights=top["weights"],
+        compute_copy=top["compute_copy"],
+        grads=top["grads"],
+        optimizer=top["optimizer"],
+        activations=top["activations"],
+        # Alive at the backward phase's peak; none at the optimizer step's.
+        logits=min(_track_logits(shape, micro_batch, response, autocast), top["activations"]),
+        peak=top["peak"],
+    )
+
+
+# --------------------------------------------------------------------------------- the run's GPUs
+
+
+@dataclass
+class GpuPlan:
+    """What one GPU holds while the engines generate (``rollout``) and while a learner updates
+    (``update``), item -> bytes."""
+
+    name: str
+    rollout: dict[str, int] = field(default_factory=dict)
+    update: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def peak(self) -> int:
+        return max(sum(self.rollout.values()), sum(self.update.values()))
+
+
+@dataclass
+class RunPlan:
+    """A run's memory plan: per GPU, the disk its checkpoints take, and what does not fit."""
+
+    preset: str
+    gpu_gib: float
+    gpus: list[GpuPlan]
+    count: int  # GPUs the run uses in all
+    disk: int
+    notes: list[str]
+    problems: list[str]
+
+    @property
+    def fits(self) -> bool:
+        return not self.problems
+
+    def render(self) -> str:
+        """The plan as text (what ``mas-train --plan`` prints)."""
+        lines = [f"memory plan of {self.preset}: {self.count} GPU(s) of {self.gpu_gib:g} GiB "
+                 f"({RESERVE_GIB:g} GiB of each kept free for the CUDA context and NCCL)"]  # fmt: skip
+        for gpu in self.gpus:
+            lines.append(f"\n{gpu.name}")
+            for phase, items in (("rollout", gpu.rollout), ("update", gpu.update)):
+                if not items:
+                    continue
+                lines.append(f"  {phase}: {sum(items.values()) / GIB:6.1f} GiB")
+                lines.extend(f"    {n / GIB:6.1f} GiB  {item}" for item, n in items.items() if n)
+        lines.append(f"\ncheckpoints on disk: {self.disk / 1e9:.0f} GB")
+        lines.extend(f"note: {n}" for n in self.notes)
+        if self.problems:
+            lines.append("\nDOES NOT FIT:")
+            lines.extend(f"  - {p}" for p in self.problems)
+        else:
+            lines.append("\nfits: every GPU's peak is within its memory")
+        return "\n".join(lines)
+
+
+def policy_names(cfg: TrainConfig) -> list[str]:
+    """The run's policies (one shared, or one per role of the env's ``env.mode``)."""
+    from mas_envs.registry import entry
+
+    if cfg.algo.policy_map != "per_role":
+        return ["shared"]
+    return sorted(entry(cfg.env.id).load().roles[cfg.env.mode])
+
+
+def _engine_items(cfg: TrainConfig, shape: ModelShape, engines: int, gpu: int) -> dict[str, int]:
+    """One GPU's engine items while awake: the vLLM budget split into weights and KV cache."""
+    if cfg.model.engine != "vllm":
+        return {}
+    budget = int(cfg.model.engine_memory * gpu)
+    weights = engines * 2 * shape.params // cfg.model.engine_tp
+    return {
+        f"vLLM weights (bf16, {engines} engine(s), tp {cfg.model.engine_tp})": weights,
+        "vLLM KV cache (the rest of model.engine_memory)": max(budget - weights, 0),
+    }
+
+
+def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
+    """The memory plan of ``cfg`` on GPUs of ``gpu_gib`` GiB (module docstring)."""
+    shape = model_shape(cfg.model.name)
+    n = shape.params
+    names = policy_names(cfg)
+    gpu = int(gpu_gib * GIB)
+    trains = cfg.optim.steps > 0 or cfg.optim.warmstart_steps > 0
+    response = cfg.rollout.max_new_tokens
+    prompt = response + PROMPT_OVER_RESPONSE
+    micro = cfg.optim.micro_batch_size or cfg.optim.mini_batch_size
+    ray = cfg.run.backend == "ray"
+    sharded = ray and cfg.run.ray_sharding == "fsdp" and cfg.run.ray_learners > 1
+    shards = cfg.run.ray_learners if sharded else 1
+    bytes_per = {"float32": 4, "bfloat16": 2, "float16": 2}[cfg.model.dtype]
+    tp = cfg.model.engine_tp if cfg.model.engine == "vllm" else 1
+    notes, problems = [], []
+
+    learner: LearnerMemory | None = None
+    if trains:
+        learner = learner_memory(
+            shape,
+            micro_batch=micro,
+            prompt=prompt,
+            response=response,
+            dtype=cfg.model.dtype,
+            autocast=cfg.model.autocast,
+            checkpointing=cfg.model.gradient_checkpointing,
+            shards=shards,
+        )
+    weights = learner.weights if learner else bytes_per * n // shards
+    optimizer = learner.optimizer if learner else 0
+
+    def static(k: int) -> dict[str, int]:  # what k policies' learners hold between updates
+        items = {f"learner master weights ({cfg.model.dtype}, {k} policy(ies))": k * weights}
+        if optimizer:
+            items[f"AdamW moments ({k} policy(ies))"] = k * optimizer
+        return items
+
+    def update(k: int) -> dict[str, int]:  # one learner updates, k - 1 others wait
+        if learner is None:
+            return static(k)
+        return {
+            **static(k),
+            "gradients": learner.grads,
+            "bf16 compute copy (FSDP's gathered units)": learner.compute_copy,
+            f"activations + temporaries (micro-batch {micro} x {prompt + response} tokens, "
+            f"checkpointing {'on' if cfg.model.gradient_checkpointing else 'off'})": (
+                learner.activations - learner.logits
+            ),
+            f"logits: LM head + log-probs (micro-batch {micro} x {response} x {shape.vocab})": (
+                learner.logits
+            ),
+        }
+
+    gpus: list[GpuPlan] = []
+    if cfg.model.device.startswith("cuda") and not ray:
+        one = GpuPlan(f"GPU 0: {len(names)} polic{'y' if len(names) == 1 else 'ies'} "
+                      f"({', '.join(names)}), learners and engines")  # fmt: skip
+        one.rollout = {**static(len(names)), **_engine_items(cfg, shape, len(names), gpu)}
+        one.update = update(len(names))
+        gpus.append(one)
+        gpus += [GpuPlan(f"GPU {i}: vLLM tensor-parallel rank {i}",
+                         rollout=_engine_items(cfg, shape, len(names), gpu)) for i in range(1, tp)]  # fmt: skip
+        count = tp
+    elif ray and cfg.run.ray_gpus_per_policy > 0:
+        per_pool = cfg.run.ray_gpus_per_policy
+        ranks = cfg.run.ray_learners
+        colocate = cfg.run.ray_colocate
+        for i in range(math.ceil(per_pool)):
+            has_learner = colocate or i < per_pool / 2
+            has_engine = (i < tp) if colocate else (i >= per_pool / 2 and i - per_pool / 2 < tp)
+            g = GpuPlan(f"each policy's GPU {i} (x{len(names)} pools): "
+                        + ", ".join(x for x, on in (("a learner rank", has_learner),
+                                                    ("the engine", has_engine)) if on))  # fmt: skip
+            learners_here = max(1, ranks // max(1, math.ceil(per_pool))) if has_learner else 0
+            if learners_here:
+                g.rollout = static(learners_here)
+                g.update = update(learners_here)
+            if has_engine:
+                g.rollout.update(_engine_items(cfg, shape, 1, gpu))
+            gpus.append(g)
+        count = math.ceil(per_pool) * len(names)
+    else:
+        count = 0
+        notes.append("no GPU: the run uses the CPU (model.device cpu or run.ray_gpus_per_policy 0)")
+
+    limit = gpu - int(RESERVE_GIB * GIB)
+    for g in gpus:
+        for phase, items in (("rollout", g.rollout), ("update", g.update)):
+            total = sum(items.values())
+            if total > limit:
+                problems.append(
+                    f"{g.name}: the {phase} needs {total / GIB:.1f} GiB of {limit / GIB:.1f} GiB; "
+                    + _advice(cfg, phase, total - limit, learner, gpu)
+                )
+    if cfg.model.engine == "vllm" and gpus:
+        kv = _engine_items(cfg, shape, len(names) if not ray else 1, gpu)
+        engines = len(names) if not ray else 1
+        per_engine_tokens = list(kv.values())[1] * tp // engines // shape.kv_bytes_per_token
+        notes.append(f"vLLM KV cache: {per_engine_tokens:,} tokens per engine "
+                     f"({per_engine_tokens // (prompt + response)} sequences of {prompt + response})")  # fmt: skip
+        if per_engine_tokens < prompt + response:
+            problems.append(
+                f"vLLM's share (model.engine_memory {cfg.model.engine_memory}) leaves KV cache "
+                f"for {per_engine_tokens} tokens per engine, less than one sequence of "
+                f"{prompt + response}: raise --model.engine_memory or --model.engine_tp"
+            )
+    if tp > 1 and not ray and cfg.optim.steps == 0:
+        notes.append(f"model.engine_tp {tp} spreads one engine over {tp} GPUs; an untrained run "
+                     "fits one GPU with --model.engine_tp 1")  # fmt: skip
+
+    from mas_trainer.outputs import KEEP_CHECKPOINTS
+
+    kept = KEEP_CHECKPOINTS + (1 if cfg.eval.select_every else 0)
+    per_ckpt = len(names) * n * (bytes_per + (8 if cfg.optim.steps else 0))
+    disk = kept * per_ckpt if trains else 0
+    return RunPlan(cfg.preset, gpu_gib, gpus, count, disk, notes, problems)
+
+
+def _advice(
+    cfg: TrainConfig, phase: str, over: int, learner: LearnerMemory | None, gpu: int
+) -> str:
+    """What to change when a phase is ``over`` bytes above the limit."""
+    if phase == "rollout" and cfg.model.engine == "vllm":
+        gib = cfg.run.ray_gpus_per_policy or 1
+        share = cfg.model.engine_memory - over / gpu
+        return (
+            f"lower --model.engine_memory (to about {max(share, 0.05):.2f}), or give each policy "
+            f"its own GPUs (--run.backend ray --run.ray_gpus_per_policy {gib:g})"
+        )
+    micro = cfg.optim.micro_batch_size or cfg.optim.mini_batch_size
+    if learner is not None and learner.activations > over and micro > 1:
+        per_seq = learner.activations / micro
+        fit = max(1, micro - math.ceil(over / per_seq))
+        return (
+            f"lower --optim.micro_batch_size (to {fit}), or shard the learner "
+            "(--run.backend ray --run.ray_sharding fsdp --run.ray_learners N)"
+        )
+    return (
+        "shard the learner over more GPUs (--run.backend ray --run.ray_sharding fsdp "
+        "--run.ray_learners N --run.ray_gpus_per_policy N), or give each policy its own GPUs"
+    )
+
+
+# ------------------------------------------------------------------------------ Ray's resources
+
+
+def ray_request(cfg: TrainConfig, policies: int) -> dict[str, float]:
+    """The Ray resources (``GPU``, ``CPU``) a ``run.backend=ray`` run asks for in all: one pool per
+    policy (its learner bundles, and an engine bundle when not colocated) and the env workers.
+    Mirrors :func:`mas_trainer.distributed.build.build_ray_policies`."""
+    cpu = 0.25  # build_ray_policies' claim per actor
+    gpus = cfg.run.ray_gpus_per_policy
+    pool_cpu = 2 * cpu * cfg.run.ray_learners + (0 if cfg.run.ray_colocate else cpu)
+    asked = {"CPU": policies * pool_cpu + cpu * cfg.run.ray_env_workers}
+    if gpus > 0:
+        asked["GPU"] = policies * gpus
+    return asked
+
+
+def check_cluster(asked: dict[str, float], have: dict[str, float]) -> None:
+    """Refuse a run that asks for more than the cluster has (Ray would wait for it forever).
+
+    Raises:
+        ValueError: naming what was asked, what the cluster has, and what to change.
+    """
+    short = {k: v for k, v in asked.items() if v > have.get(k, 0.0) + 1e-9}
+    if not short:
+        return
+    want = ", ".join(f"{v:g} {k}" for k, v in sorted(asked.items()))
+    got = ", ".join(f"{have.get(k, 0.0):g} {k}" for k in sorted(asked))
+    raise ValueError(
+        f"this run asks Ray for {want}; the cluster has {got}. Join a cluster that has them "
+        "(--run.ray_address), or ask for less: --run.ray_gpus_per_policy (0 on a CPU machine), "
+        "--run.ray_learners, --run.ray_env_workers"
+    )

@@ -1,0 +1,119 @@
+"""``mas-train PRESET --plan``: the memory plan from torch's accounting on fake tensors, its refusal
+of a run that does not fit, every paper preset fitting the GPUs it declares, and Ray's resources
+checked before a placement group waits forever."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from mas_trainer.cli import train_main  # noqa: E402
+from mas_trainer.config import PRESETS, build_config  # noqa: E402
+from mas_trainer.plan import (  # noqa: E402
+    GIB,
+    ModelShape,
+    check_cluster,
+    learner_memory,
+    plan_run,
+    ray_request,
+)
+
+SMALL = ModelShape(hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, intermediate=512,
+                   vocab=2048, tied=True)  # fmt: skip
+
+
+def _close(a: int, b: int, rel: float = 0.02) -> bool:
+    return abs(a - b) <= rel * max(a, b)
+
+
+@pytest.mark.slow
+def test_extrapolated_learner_peak_matches_a_full_track():
+    """The plan tracks 1 and 2 layers and extrapolates; a whole 4-layer track agrees."""
+    kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
+    full = learner_memory(SMALL, layers=SMALL.layers, **kw)
+    fast = learner_memory(SMALL, **kw)
+    assert _close(fast.peak, full.peak), (fast, full)
+    assert _close(fast.weights, full.weights) and _close(fast.optimizer, full.optimizer)
+    # fp32 masters and two fp32 AdamW moments: torch's accounting of the parameters.
+    assert _close(full.weights, 4 * SMALL.params, 0.01)
+    assert _close(full.optimizer, 8 * SMALL.params, 0.01)
+    # The logits grow with the micro-batch.
+    bigger = learner_memory(SMALL, **{**kw, "micro_batch": 4})
+    assert bigger.activations > fast.activations and bigger.peak > fast.peak
+
+
+@pytest.mark.slow
+def test_extrapolated_fsdp_peak_matches_a_full_track():
+    kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
+    full = learner_memory(SMALL, shards=2, layers=SMALL.layers, **kw)
+    fast = learner_memory(SMALL, shards=2, **kw)
+    assert _close(fast.peak, full.peak), (fast, full)
+    unsharded = learner_memory(SMALL, **kw)
+    assert _close(fast.optimizer, unsharded.optimizer / 2, 0.05)
+
+
+@pytest.mark.slow
+def test_plan_prints_and_exits_zero_when_it_fits(capsys):
+    assert train_main(["plan-path-tiny", "--plan", "--model.device", "cuda"]) == 0
+    out = capsys.readouterr().out
+    for item in ("learner master weights", "AdamW moments", "logits", "checkpoints on disk"):
+        assert item in out
+    assert "fits" in out
+
+
+@pytest.mark.slow
+def test_plan_refuses_a_run_that_does_not_fit_and_says_what_to_change(capsys):
+    code = train_main(
+        ["plan-path-tiny", "--plan", "--model.device", "cuda", "--gpu-gib", "2.01"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "DOES NOT FIT" in out and "--optim.micro_batch_size" in out
+
+
+def test_plan_rejects_a_bad_gpu_size(capsys):
+    assert train_main(["plan-path-tiny", "--plan", "--gpu-gib", "-1"]) == 2
+    assert "--gpu-gib" in capsys.readouterr().err
+
+
+def test_cluster_check_names_what_was_asked_and_what_the_cluster_has():
+    cfg = PRESETS["plan-path-qwen3-8b"]
+    asked = ray_request(cfg, 2)
+    assert asked["GPU"] == 8
+    with pytest.raises(ValueError, match=r"asks Ray for .*8 GPU.*the cluster has .*0 GPU"):
+        check_cluster(asked, {"CPU": 2.0})
+    check_cluster(asked, {"CPU": 64.0, "GPU": 8.0})  # enough: no error
+
+
+@pytest.mark.ray
+def test_ray_run_without_the_gpus_it_asks_for_fails_at_once(tmp_path, capsys):
+    pytest.importorskip("ray")
+    code = train_main(
+        ["plan-path-tiny", "--run.backend", "ray", "--run.ray_gpus_per_policy", "1",
+         "--run.out_dir", str(tmp_path), "--run.progress", "false", "--run.threads", "1"]
+    )  # fmt: skip
+    assert code == 2
+    assert "the cluster has" in capsys.readouterr().err
+
+
+PAPER = [name for name in PRESETS if "-qwen3-" in name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", PAPER)
+def test_every_paper_preset_fits_the_gpus_it_declares(name):
+    plan = plan_run(PRESETS[name])
+    assert plan.fits, plan.render()
+    if PRESETS[name].optim.steps == 0:  # untrained rows: one engine on one GPU
+        assert plan.count == 1, plan.render()
+
+
+@pytest.mark.slow
+def test_per_role_1_7b_with_micro_batches_of_4_does_not_fit_an_80gb_card():
+    """The per-role 1.7B presets before their fix: two learners and the logits of 4 x 4096 x
+    151,936 on one H100."""
+    cfg = build_config("plan-path-qwen3-1.7b", overrides=["--optim.micro_batch_size", "4"])
+    plan = plan_run(cfg)
+    assert not plan.fits
+    assert plan.gpus[0].peak > 85 * GIB

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
-# GPU readiness check (< 5 minutes on one H200, nothing downloaded): one paper preset
-# (plan-path-qwen3-1.7b: fp32 masters, bf16 compute, vLLM in bf16, per-role policies) shrunk to a
-# few RL steps on random weights of Qwen3-1.7B's shape, end to end through mas-train's loop; prints
-# learner MFU, generation tokens/s (vLLM when installed, else the transformers engine) and step
-# time, as ratios of the card's bf16 peak and HBM bandwidth (H200: 989 TFLOP/s, 4.8 TB/s; pass
-# --peak-tflops/--hbm-tbps for another card).
-# Usage: benchmarks/gpu_check.sh [extra args of benchmarks/gpu_check.py, e.g. --preset sokoban-qwen3-1.7b]
+# GPU check for a lent machine (at most 8 minutes on one H100; torch and transformers installed,
+# no network): random-init Qwen3 models of the paper's shapes; the learner at paper lengths
+# (1.7B), FSDP2 over NCCL with world size 1 (8B cut to 4 layers), a checkpoint save and load, the
+# transformers engine, and vLLM when it imports. Prints MFU, tokens/s and peak memory beside
+# `mas-train --plan`'s prediction (benchmarks/gpu_check.py has the details).
+# pettingzoo and gymnasium (mas_trainer imports mas_envs) come as wheels in wheels/ when the
+# machine has no index: `pip download --only-binary=:all: -d wheels pettingzoo==1.27.0
+# gymnasium==1.4.0` on a machine with network (< 5 MB).
+# Usage: benchmarks/gpu_check.sh [extra args of benchmarks/gpu_check.py]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python}
 "$PY" -c "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 'gpu_check: torch sees no CUDA device')"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
-if ! "$PY" -c "import vllm" >/dev/null 2>&1; then
-    echo "vLLM is not installed: generation is measured on the transformers engine"
+if ! "$PY" -c "import pettingzoo, gymnasium" >/dev/null 2>&1; then
+    "$PY" -m pip install --quiet --no-index --find-links wheels pettingzoo gymnasium
 fi
-exec timeout 600 "$PY" benchmarks/gpu_check.py --json gpu_check.json "$@"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+exec timeout 480 "$PY" benchmarks/gpu_check.py --json gpu_check.json "$@"

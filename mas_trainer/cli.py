@@ -38,9 +38,10 @@ options:
   --config FILE     a .json or .toml file of {{section: {{field: value}}}} (may name a "preset")
   --print-config    print the resolved config as JSON and exit
   --plan            print what each GPU will hold (engine weights and KV cache, learner weights,
-                    gradients, AdamW moments, activations and logits at the preset's lengths: torch's
-                    own accounting of one training step on fake tensors, nothing allocated) and the
-                    checkpoints' disk; exit 1, saying what to change, if the run does not fit
+                    gradients, AdamW moments, activations and logits at the preset's lengths:
+                    torch's own accounting of one training step on fake tensors, nothing
+                    allocated) and the checkpoints' disk; exit 1, saying what to change, if the
+                    run does not fit
   --gpu-gib GIB     --plan: memory of each GPU in GiB (default: the visible GPU's, else 79, an
                     80 GB H100/A100; an H200 is 139)
   --run.resume DIR  continue the run in DIR (its config, then your overrides)
@@ -122,7 +123,7 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as err:
         print(f"mas-train: error: {err}", file=sys.stderr)
         return 2
-    if plan:
+    if plan and not print_config:
         return _plan_main(cfg, gpu_gib)
     if print_config:
         from mas_trainer.config import config_to_dict

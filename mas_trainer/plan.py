@@ -13,7 +13,8 @@ group of the run's learner ranks). The tracker reports the peak by kind: paramet
 optimizer states, activations and temporaries, FSDP's gathered bf16 units.
 
 Tracking every layer of an 8B model takes minutes on a CPU, so the step is tracked with 1 and 2
-decoder layers and extrapolated per layer (every tracked figure is linear in the layer count:
+decoder layers (2 and 3 under FSDP2, whose prefetch makes the first layer differ) and extrapolated
+per layer (every tracked figure is linear in the layer count:
 parameters, gradients and moments per layer, one gradient-checkpoint input per layer; the rest
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak at the LM head's backward: logits and their gradients) and the optimizer step
@@ -22,8 +23,8 @@ and backward (peak at the LM head's backward: logits and their gradients) and th
 The engine's figures are arithmetic: vLLM takes ``model.engine_memory`` of each card while awake
 (its weights, ``2 N / tp`` bytes in bf16, and the KV cache in the rest) and sleeps during updates
 (weights to CPU memory, cache dropped). Sequences are ``P + R`` tokens, ``R`` the preset's
-``rollout.max_new_tokens`` and ``P = R + PROMPT_OVER_RESPONSE`` (the planner's prompt holds the tool's
-program and its output).
+``rollout.max_new_tokens`` and ``P = R + PROMPT_OVER_RESPONSE`` (the planner's prompt holds the
+tool's program and its output).
 """
 
 from __future__ import annotations
@@ -130,8 +131,10 @@ def model_shape(name: str) -> ModelShape:
             raise ValueError(f"unknown tiny model preset {name!r}; choose one of {sorted(PRESETS)}")
         vocab = p.vocab_size or len(tiny_tokenizer(name[5:]))
         head_dim = p.hidden_size // p.num_attention_heads
-        return ModelShape(p.hidden_size, p.num_hidden_layers, p.num_attention_heads,
-                          p.num_key_value_heads, head_dim, p.intermediate_size, vocab, True)  # fmt: skip
+        return ModelShape(
+            p.hidden_size, p.num_hidden_layers, p.num_attention_heads, p.num_key_value_heads,
+            head_dim, p.intermediate_size, vocab, True,
+        )  # fmt: skip
     config = Path(name) / "config.json"
     if not config.is_file():
         raise ValueError(
@@ -226,7 +229,7 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
     from mas_trainer.at_grpo import token_logprobs
     from mas_trainer.learner import completion_logits
 
-    micro, prompt, response, dtype, autocast, checkpointing, shards = spec
+    micro, prompt, response, dtype, autocast, checkpointing, fsdp = spec
     length = prompt + response
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     default = torch.get_default_dtype()
@@ -241,7 +244,7 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
             (enable or model.gradient_checkpointing_enable)()
         model.train()
     root: Any = None
-    if shards > 1:  # outside the fake mode: the device mesh holds real rank tensors
+    if fsdp:  # outside the fake mode: the device mesh holds real rank tensors
         from torch.distributed._tools.fsdp2_mem_tracker import FSDPMemTracker
 
         from mas_trainer.distributed.learners import shard_model
@@ -315,6 +318,7 @@ def learner_memory(
     autocast: str = "bfloat16",
     checkpointing: bool = True,
     shards: int = 1,
+    fsdp: bool | None = None,
     layers: int | None = None,
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
@@ -327,23 +331,30 @@ def learner_memory(
         dtype: Master weights' dtype (``model.dtype``).
         autocast: Compute dtype (``model.autocast``; FSDP2's ``param_dtype`` when sharded).
         checkpointing: Gradient checkpointing (``model.gradient_checkpointing``).
-        shards: FSDP2 ranks the model is sharded over (1: unsharded).
+        shards: FSDP2 ranks the model is sharded over.
+        fsdp: Shard with FSDP2 (default: when ``shards > 1``; ``True`` with one shard is FSDP2
+            over a group of one, as ``benchmarks/gpu_check.py`` runs it).
         layers: Track this many layers whole instead of extrapolating from 1 and 2 (a check).
     """
-    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, shards)
-    if shards > 1:
+    fsdp = shards > 1 if fsdp is None else fsdp
+    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, fsdp)
+    # FSDP2 prefetches the next layer's all-gather: from 2 layers on, one more layer adds the
+    # same bytes (1 -> 2 does not), so a sharded model is tracked at 2 and 3 layers.
+    a, b = (2, 3) if fsdp else (1, 2)
+    counts = (layers,) if layers else (a, b)
+    if fsdp:
         with _fake_group(shards):
-            tracked = {n: _track_step(shape, n, spec) for n in ((layers,) if layers else (1, 2))}
+            tracked = {n: _track_step(shape, n, spec) for n in counts}
     else:
-        tracked = {n: _track_step(shape, n, spec) for n in ((layers,) if layers else (1, 2))}
+        tracked = {n: _track_step(shape, n, spec) for n in counts}
     if layers:
         phases = tracked[layers]
-    else:  # linear in the layer count: the value at 1 layer plus (L - 1) times the slope
-        one, two = tracked[1], tracked[2]
+    else:  # linear in the layer count: the value at `a` layers plus (L - a) times the slope
+        lo, hi = tracked[a], tracked[b]
         phases = {
-            phase: {k: one[phase][k] + (shape.layers - 1) * (two[phase][k] - one[phase][k])
-                    for k in one[phase]}
-            for phase in one
+            phase: {k: lo[phase][k] + (shape.layers - a) * (hi[phase][k] - lo[phase][k])
+                    for k in lo[phase]}
+            for phase in lo
         }  # fmt: skip
     top = max(phases.values(), key=lambda kinds: kinds["peak"])
     return LearnerMemory(
@@ -393,8 +404,10 @@ class RunPlan:
 
     def render(self) -> str:
         """The plan as text (what ``mas-train --plan`` prints)."""
-        lines = [f"memory plan of {self.preset}: {self.count} GPU(s) of {self.gpu_gib:g} GiB "
-                 f"({RESERVE_GIB:g} GiB of each kept free for the CUDA context and NCCL)"]  # fmt: skip
+        lines = [
+            f"memory plan of {self.preset}: {self.count} GPU(s) of {self.gpu_gib:g} GiB "
+            f"({RESERVE_GIB:g} GiB of each kept free for the CUDA context and NCCL)"
+        ]
         for gpu in self.gpus:
             lines.append(f"\n{gpu.name}")
             for phase, items in (("rollout", gpu.rollout), ("update", gpu.update)):
@@ -494,8 +507,9 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
         one.rollout = {**static(len(names)), **_engine_items(cfg, shape, len(names), gpu)}
         one.update = update(len(names))
         gpus.append(one)
-        gpus += [GpuPlan(f"GPU {i}: vLLM tensor-parallel rank {i}",
-                         rollout=_engine_items(cfg, shape, len(names), gpu)) for i in range(1, tp)]  # fmt: skip
+        engine_only = _engine_items(cfg, shape, len(names), gpu)
+        gpus += [GpuPlan(f"GPU {i}: vLLM tensor-parallel rank {i}", rollout=dict(engine_only))
+                 for i in range(1, tp)]  # fmt: skip
         count = tp
     elif ray and cfg.run.ray_gpus_per_policy > 0:
         per_pool = cfg.run.ray_gpus_per_policy
@@ -532,8 +546,9 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
         kv = _engine_items(cfg, shape, len(names) if not ray else 1, gpu)
         engines = len(names) if not ray else 1
         per_engine_tokens = list(kv.values())[1] * tp // engines // shape.kv_bytes_per_token
+        seqs = per_engine_tokens // (prompt + response)
         notes.append(f"vLLM KV cache: {per_engine_tokens:,} tokens per engine "
-                     f"({per_engine_tokens // (prompt + response)} sequences of {prompt + response})")  # fmt: skip
+                     f"({seqs} sequences of {prompt + response})")  # fmt: skip
         if per_engine_tokens < prompt + response:
             problems.append(
                 f"vLLM's share (model.engine_memory {cfg.model.engine_memory}) leaves KV cache "

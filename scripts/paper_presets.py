@@ -1,35 +1,23 @@
-"""The paper presets' tables in ``docs/reproduce.md``: which paper row each preset is, how each code
-and math cell is scored, and the GPU memory plan of each preset.
+"""The paper presets' tables in ``docs/reproduce.md``: which paper row each preset is and how each
+code and math cell is scored.
 
-    python scripts/paper_presets.py                           # the three markdown tables
+    python scripts/paper_presets.py                           # the two markdown tables
     python scripts/paper_presets.py --check docs/reproduce.md # exit 1 if the page's copy is stale
+    python scripts/paper_presets.py --plan                    # the memory table (a few minutes)
 
-Memory plan. Bytes per parameter, per learner GPU (a policy's learner sharded over ``s`` ranks with
-FSDP2, or ``s = 1``): fp32 master weights 4/s, fp32 gradients 4/s, AdamW moments (m, v) 8/s, plus
-the bf16 compute copy (autocast's weight casts: 2 bytes per parameter, unsharded; FSDP2 holds the
-bf16 all-gather of one decoder layer and of the root unit, embeddings and LM head). Activations per
-micro-batch with gradient checkpointing, for sequences of ``L = P + R`` tokens (``R`` the preset's
-response tokens; ``P = R + 1024``, since the planner's prompt holds the tool's program and its
-output): a bf16 checkpoint of every layer's input (``layers x L x hidden x 2``), one layer's
-recomputed activations (``L x (6 hidden + 3 intermediate) x 2``), and the LM head on the response
-positions only (``R x vocab x 14``: bf16 logits, their fp32 copy and scaled copy, the fp32
-gradient). The vLLM engine holds its bf16 weights (``2 N / tp`` per GPU) and KV cache in
-``model.engine_memory`` of the card while awake; it sleeps (weights to CPU memory, KV cache
-dropped) during updates. Estimates, not measurements: the GPU figures could not be recorded here.
+The memory plan of each preset is `mas-train PRESET --plan` (:mod:`mas_trainer.plan`).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mas_trainer.config import PRESETS, TrainConfig
 from mas_trainer.presets import (
-    PAPER_MODELS,
     PAPER_ROWS,
     PAPER_TESTS,
     PAPER_VARIANTS,
@@ -59,93 +47,6 @@ TASK_NAMES = {
     "math": "Math",
 }
 
-GB = 1e9
-CARDS = {"80 GB": 80.0, "141 GB": 141.0}  # H100/A100-80GB, H200
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A Qwen3 model's shape (its published ``config.json``)."""
-
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    intermediate: int
-    vocab: int
-    tied: bool
-
-    @property
-    def params(self) -> int:
-        """Parameters: attention, MLP and norms of every layer, embeddings (once when tied)."""
-        attn = self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads)
-        mlp = 3 * self.hidden * self.intermediate
-        norms = 2 * self.hidden + 2 * self.head_dim  # input/post norms, q/k norms
-        embed = self.vocab * self.hidden
-        return self.layers * (attn + mlp + norms) + self.hidden + embed * (1 if self.tied else 2)
-
-    @property
-    def layer_params(self) -> int:
-        return (self.params - self.hidden - self.vocab * self.hidden * (1 if self.tied else 2)) // (
-            self.layers
-        )
-
-
-SHAPES = {
-    "Qwen/Qwen3-1.7B": Shape(2048, 28, 16, 8, 128, 6144, 151936, True),
-    "Qwen/Qwen3-8B": Shape(4096, 36, 32, 8, 128, 12288, 151936, False),
-}
-
-
-@dataclass(frozen=True)
-class Plan:
-    """Per-GPU gigabytes of one learner GPU (update) and of one engine GPU (rollout)."""
-
-    preset: str
-    gpus: int
-    shards: int
-    states: float  # fp32 weights + grads + AdamW, this GPU's share
-    compute_copy: float
-    activations: float
-    engine_weights: float
-    update_peak: float  # learner states + compute copy + activations (the engine asleep)
-    rollout_peak: float  # learner weights + AdamW (no grads) + the engine's share of the card
-
-
-def plan(name: str, cfg: TrainConfig, card_gb: float) -> Plan:
-    shape = SHAPES[cfg.model.name]
-    n = shape.params
-    sharded = cfg.run.backend == "ray" and cfg.run.ray_sharding == "fsdp"
-    shards = cfg.run.ray_learners if sharded else 1
-    trains = cfg.optim.steps > 0
-    policies = 1 if cfg.algo.policy_map == "shared" else 2
-    gpus = int(cfg.run.ray_gpus_per_policy) * policies if cfg.run.backend == "ray" else 1
-    per_gpu_policies = policies if cfg.run.backend == "local" else 1
-    states = 16 * n / shards / GB if trains else 4 * n / GB  # untrained: fp32 weights only
-    if sharded:  # one decoder layer and the root unit gathered in bf16
-        copy = 2 * (shape.layer_params + shape.vocab * shape.hidden * (1 if shape.tied else 2))
-    else:
-        copy = 2 * n
-    copy_gb = copy / GB if trains else 0.0
-    r = cfg.rollout.max_new_tokens
-    length = 2 * r + 1024
-    per_seq = (
-        shape.layers * length * shape.hidden * 2
-        + length * (6 * shape.hidden + 3 * shape.intermediate) * 2
-        + r * shape.vocab * 14
-    )
-    micro = cfg.optim.micro_batch_size or cfg.optim.mini_batch_size
-    act = per_seq * micro / GB if trains else 0.0
-    tp = cfg.model.engine_tp
-    engine_w = 2 * n / tp / GB
-    # Static learners of every policy on this GPU; one update runs at a time.
-    static = per_gpu_policies * (12 * n / shards / GB if trains else 4 * n / GB)
-    update = static + (4 * n / shards / GB if trains else 0.0) + copy_gb + act
-    rollout = static + cfg.model.engine_memory * card_gb
-    return Plan(name, gpus, shards, states * per_gpu_policies, copy_gb, act, engine_w,
-                update, rollout)  # fmt: skip
-
 
 def _paper_presets() -> list[tuple[PaperRow, str, str, TrainConfig]]:
     """(row, variant suffix, preset name, config) of every paper preset, in table order."""
@@ -171,29 +72,28 @@ def mapping_table() -> str:
     return "\n".join(lines) + "\n"
 
 
-def memory_table() -> str:
-    """The markdown table of every paper preset (per-role and shared; the untrained rows' plan
-    is their engine's and one fp32 model's)."""
+def plan_table() -> str:
+    """Every paper preset's memory plan (``mas-train PRESET --plan``) on 80 GB and 141 GB cards."""
+    from mas_trainer.plan import GIB, plan_run
+
     lines = [
-        "| preset | parameters | GPUs (learner shards per policy) | learner states per GPU "
-        "(16 B/param / shards, x policies on it; untrained: 4 B/param) | bf16 compute copy | "
-        "activations (micro-batch x tokens) | vLLM weights per GPU | peak per GPU, update / "
-        "rollout, 80 GB card | fits 80 GB | fits 141 GB |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| preset | GPUs | learner shards per policy | micro-batch x tokens | peak per GPU, "
+        "rollout / update (80 GB card) | fits 80 GB (79 GiB) | fits 141 GB (139 GiB) | "
+        "checkpoints on disk |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for row, _, name, cfg in _paper_presets():
-        shape = SHAPES[PAPER_MODELS[row.size]]
-        p80, p141 = plan(name, cfg, CARDS["80 GB"]), plan(name, cfg, CARDS["141 GB"])
+    for _, _, name, cfg in _paper_presets():
+        small, big = plan_run(cfg, 79.0), plan_run(cfg, 139.0)
+        rollout = max(sum(g.rollout.values()) for g in small.gpus) / GIB
+        update = max(sum(g.update.values()) for g in small.gpus) / GIB
+        sharded = cfg.run.backend == "ray" and cfg.run.ray_sharding == "fsdp"
         micro = cfg.optim.micro_batch_size or cfg.optim.mini_batch_size
-        fits80 = max(p80.update_peak, p80.rollout_peak) <= CARDS["80 GB"]
-        fits141 = max(p141.update_peak, p141.rollout_peak) <= CARDS["141 GB"]
+        length = 2 * cfg.rollout.max_new_tokens + 1024
         lines.append(
-            f"| `{name}` | {shape.params / 1e9:.2f} B | {p80.gpus} ({p80.shards}) | "
-            f"{p80.states:.1f} GB | {p80.compute_copy:.1f} GB | "
-            f"{p80.activations:.1f} GB ({micro} x {2 * cfg.rollout.max_new_tokens + 1024}) | "
-            f"{p80.engine_weights:.1f} GB | "
-            f"{p80.update_peak:.0f} / {p80.rollout_peak:.0f} GB | "
-            f"{'yes' if fits80 else 'no'} | {'yes' if fits141 else 'no'} |"
+            f"| `{name}` | {small.count} | {cfg.run.ray_learners if sharded else 1} | "
+            f"{micro} x {length} | {rollout:.0f} / {update:.0f} GiB | "
+            f"{'yes' if small.fits else 'no'} | {'yes' if big.fits else 'no'} | "
+            f"{small.disk / 1e9:.0f} GB |"
         )
     return "\n".join(lines) + "\n"
 
@@ -225,8 +125,12 @@ def cells_table() -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--check", default="", help="a page that must hold the current table")
+    p.add_argument("--plan", action="store_true", help="print the memory table instead")
     args = p.parse_args(argv)
-    tables = {"mapping": mapping_table(), "cells": cells_table(), "memory": memory_table()}
+    if args.plan:
+        print(plan_table(), end="")
+        return 0
+    tables = {"mapping": mapping_table(), "cells": cells_table()}
     if args.check:
         page = Path(args.check).read_text()
         stale = [name for name, text in tables.items() if text not in page]

@@ -1,7 +1,10 @@
-"""``benchmarks/gpu_check.py`` on a CPU with a tiny shape (so it cannot rot): the same shrunk paper
-preset, end to end, and the same report the GPU run prints."""
+"""``benchmarks/gpu_check.py --dry-run``: every GPU step of the check (learner, checkpoint save and
+load, transformers engine, FSDP2 over a group of one) end to end on the CPU at tiny shapes, with
+the report the GPU run prints, so the script cannot rot before a GPU is lent."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 from benchmark_scripts import load
@@ -9,23 +12,22 @@ from benchmark_scripts import load
 pytest.importorskip("transformers")
 
 
-def test_gpu_check_runs_a_shrunk_paper_preset_on_cpu(tmp_path, capsys):
+def test_gpu_check_dry_run_runs_every_section_on_cpu(tmp_path, capsys):
     figures = load("gpu_check").run(
-        [
-            "--shape", "tiny-bpe", "--device", "cpu", "--engine", "transformers",
-            "--tasks", "1", "--new-tokens", "8", "--steps", "2", "--eval-episodes", "1",
-            "--prompt-len", "16", "--gen-len", "8", "--learner-batch", "4", "--repeats", "1",
-            "--json", str(tmp_path / "f.json"),
-        ]
-    )  # fmt: skip
+        ["--dry-run", "--repeats", "1", "--json", str(tmp_path / "f.json")]
+    )
     out = capsys.readouterr().out
-    assert figures["preset"] == "plan-path-qwen3-1.7b" and figures["run_steps"] == 2
-    for key in ("learner_tokens_per_s", "gen_tokens_per_s", "step_seconds"):
-        assert figures[key] > 0, key
-    for key in ("learner_mfu", "gen_mfu", "gen_bandwidth_use", "step_mfu"):
-        assert 0 < figures[key] < 1, key
-    # Two per-role policies, K=4 candidates for each of the root's agents at least once.
-    assert figures["step_samples"] >= 4 * 2
-    assert "float32 masters, bfloat16 compute, transformers engine in bfloat16" in out
-    assert "MFU" in out and "AT-GRPO step" in out and "of memory bandwidth" in out
-    assert (tmp_path / "f.json").is_file()
+    assert figures["dry_run"] and figures["device"] == "cpu" and not figures["skipped"]
+    learner, fsdp = figures["learner"], figures["fsdp"]
+    for section in (learner, fsdp):
+        assert section["tokens_per_s"] > 0 and section["flops_per_update"] > 0
+        assert 0 < section["mfu"] < 1
+        assert section["plan_peak_gib"] > 0  # --plan's prediction sits beside the measurement
+    assert fsdp["backend"] == "gloo" and fsdp["layers"] == 2
+    ckpt = figures["checkpoint"]
+    # The state on disk holds fp32 weights and two AdamW moments: what --plan budgets.
+    assert ckpt["disk_gb"] == pytest.approx(ckpt["plan_disk_gb"], rel=0.05)
+    assert figures["engine"]["tokens_per_s"] > 0
+    for line in ("measured vs", "--plan", "checkpoint: save", "transformers engine", "FSDP2 (gloo"):
+        assert line in out
+    assert json.loads((tmp_path / "f.json").read_text())["learner"]["params"] > 0

@@ -8,9 +8,9 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from mas_trainer.cli import train_main  # noqa: E402
-from mas_trainer.config import PRESETS, build_config  # noqa: E402
-from mas_trainer.plan import (  # noqa: E402
+from mas_trainer.cli import train_main
+from mas_trainer.config import PRESETS, build_config
+from mas_trainer.plan import (
     GIB,
     ModelShape,
     check_cluster,
@@ -19,7 +19,7 @@ from mas_trainer.plan import (  # noqa: E402
     ray_request,
 )
 
-SMALL = ModelShape(hidden=128, layers=4, heads=4, kv_heads=2, head_dim=32, intermediate=512,
+SMALL = ModelShape(hidden=128, layers=5, heads=4, kv_heads=2, head_dim=32, intermediate=512,
                    vocab=2048, tied=True)  # fmt: skip
 
 
@@ -29,7 +29,7 @@ def _close(a: int, b: int, rel: float = 0.02) -> bool:
 
 @pytest.mark.slow
 def test_extrapolated_learner_peak_matches_a_full_track():
-    """The plan tracks 1 and 2 layers and extrapolates; a whole 4-layer track agrees."""
+    """The plan tracks 1 and 2 layers and extrapolates; a whole 5-layer track agrees."""
     kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
     full = learner_memory(SMALL, layers=SMALL.layers, **kw)
     fast = learner_memory(SMALL, **kw)
@@ -64,9 +64,7 @@ def test_plan_prints_and_exits_zero_when_it_fits(capsys):
 
 @pytest.mark.slow
 def test_plan_refuses_a_run_that_does_not_fit_and_says_what_to_change(capsys):
-    code = train_main(
-        ["plan-path-tiny", "--plan", "--model.device", "cuda", "--gpu-gib", "2.01"]
-    )
+    code = train_main(["plan-path-tiny", "--plan", "--model.device", "cuda", "--gpu-gib", "2.01"])
     out = capsys.readouterr().out
     assert code == 1
     assert "DOES NOT FIT" in out and "--optim.micro_batch_size" in out

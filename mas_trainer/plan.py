@@ -431,7 +431,8 @@ def policy_names(cfg: TrainConfig) -> list[str]:
 
     if cfg.algo.policy_map != "per_role":
         return ["shared"]
-    return sorted(entry(cfg.env.id).load().roles[cfg.env.mode])
+    env_class: Any = entry(cfg.env.id).load()
+    return sorted(env_class.roles[cfg.env.mode])
 
 
 def _engine_items(cfg: TrainConfig, shape: ModelShape, engines: int, gpu: int) -> dict[str, int]:

@@ -203,8 +203,11 @@ untrained rows evaluate the base model only (``optim.steps 0``: held-out success
 row's number); they run on one GPU whatever the size (one engine, not tensor-parallel)."""
 
 PAPER_SCALE: dict[str, Preset] = {
-    # One GPU (an H200 holds both per-role policies: docs/scale_out.md has the memory plan).
-    "1.7b": {"model": {"engine_batch_size": 256}, "optim": {"micro_batch_size": 4}},
+    # One 80 GB GPU. Micro-batches of 2: the per-role rows hold two learners on the card, and
+    # with 4 their update peaks at ~90 GiB (the logits of 4 x 4096 x 151,936 alone take 37 GiB;
+    # `mas-train plan-path-qwen3-1.7b --plan`). The shared rows use the same, so each variant
+    # stays one flag away from the other (micro-batches change no number the algorithm sees).
+    "1.7b": {"model": {"engine_batch_size": 256}, "optim": {"micro_batch_size": 2}},
     # A full fine-tune of 8B is 16 bytes/parameter = 131 GB per policy: FSDP2 over the 4 GPUs of
     # each policy's Ray pool (33 GB each), vLLM tensor-parallel over 2 of them (the paper's TP).
     "8b": {
@@ -219,14 +222,6 @@ PAPER_SCALE: dict[str, Preset] = {
     },
 }
 """Resources and batch shapes of each model size (memory only: no value the algorithm sees)."""
-
-PAPER_PER_ROLE_SCALE: dict[str, Preset] = {
-    # Two policies' learners and engines on one 80 GB GPU: with micro-batches of 4 the update
-    # peaks at ~90 GiB (the logits of 4 x 4096 x 151,936 alone take 37 GiB; `mas-train
-    # plan-path-qwen3-1.7b --plan`), with 2 at ~64 GiB.
-    "1.7b": {"optim": {"micro_batch_size": 2}},
-}
-"""What the per-role variant of a model size changes in :data:`PAPER_SCALE` (memory only)."""
 
 
 def _paper_common(row: PaperRow) -> Preset:
@@ -291,12 +286,7 @@ def _merge(*presets: Preset) -> Preset:
 def paper_presets(rows: list[PaperRow] | None = None) -> dict[str, Preset]:
     """Every (row x variant) preset, by name (``plan-path-qwen3-1.7b-shared``)."""
     return {
-        row.name(suffix): _merge(
-            _paper_common(row),
-            PAPER_SCALE[row.size],
-            PAPER_PER_ROLE_SCALE.get(row.size, {}) if suffix == "" else {},
-            variant,
-        )
+        row.name(suffix): _merge(_paper_common(row), PAPER_SCALE[row.size], variant)
         for row in (PAPER_ROWS if rows is None else rows)
         for suffix, (_, variant) in PAPER_VARIANTS.items()
     }

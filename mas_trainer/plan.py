@@ -436,9 +436,13 @@ def policy_names(cfg: TrainConfig) -> list[str]:
 
 
 def _engine_items(cfg: TrainConfig, shape: ModelShape, engines: int, gpu: int) -> dict[str, int]:
-    """One GPU's engine items while awake: the vLLM budget split into weights and KV cache."""
+    """One GPU's engine items while awake: the vLLM budget split into weights and KV cache; for
+    the transformers engine (the learner's own weights) the KV cache of one generation batch."""
     if cfg.model.engine != "vllm":
-        return {}
+        length = 2 * cfg.rollout.max_new_tokens + PROMPT_OVER_RESPONSE
+        batch = cfg.model.engine_batch_size
+        kv = batch * length * shape.kv_bytes_per_token
+        return {f"transformers engine KV cache ({batch} x {length} tokens, bf16)": kv}
     budget = int(cfg.model.engine_memory * gpu)
     weights = engines * 2 * shape.params // cfg.model.engine_tp
     return {
@@ -556,6 +560,11 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
                 f"for {per_engine_tokens} tokens per engine, less than one sequence of "
                 f"{prompt + response}: raise --model.engine_memory or --model.engine_tp"
             )
+    if cfg.algo.policy_map == "per_role_lora":
+        notes.append(
+            "per_role_lora is planned as a full fine-tune of its one base model: an upper "
+            "bound (the adapters' gradients and moments are far smaller)"
+        )
     if tp > 1 and not ray and cfg.optim.steps == 0:
         notes.append(f"model.engine_tp {tp} spreads one engine over {tp} GPUs; an untrained run "
                      "fits one GPU with --model.engine_tp 1")  # fmt: skip
@@ -578,6 +587,11 @@ def _advice(
         return (
             f"lower --model.engine_memory (to about {max(share, 0.05):.2f}), or give each policy "
             f"its own GPUs (--run.backend ray --run.ray_gpus_per_policy {gib:g})"
+        )
+    if phase == "rollout":
+        return (
+            "lower --model.engine_batch_size (the transformers engine's KV cache grows with "
+            "it), or shard the learner over more GPUs (--run.backend ray --run.ray_sharding fsdp)"
         )
     micro = cfg.optim.micro_batch_size or cfg.optim.mini_batch_size
     if learner is not None and learner.activations > over and micro > 1:

@@ -64,7 +64,7 @@ def test_plan_prints_and_exits_zero_when_it_fits(capsys):
 
 @pytest.mark.slow
 def test_plan_refuses_a_run_that_does_not_fit_and_says_what_to_change(capsys):
-    code = train_main(["plan-path-tiny", "--plan", "--model.device", "cuda", "--gpu-gib", "2.01"])
+    code = train_main(["plan-path-tiny", "--plan", "--model.device", "cuda", "--gpu-gib", "3"])
     out = capsys.readouterr().out
     assert code == 1
     assert "DOES NOT FIT" in out and "--optim.micro_batch_size" in out

@@ -12,12 +12,15 @@ and its tree branches never run the same program on the same input twice, and a 
 the result its original got).
 
 Comparison (:func:`outputs_match`, :func:`values_match`) happens here, never in the sandbox:
-* ``stdio``: whitespace-separated tokens must be equal; two tokens that both parse as numbers, one
-  of them not an integer, are equal within 1e-6 (relative or absolute). Trailing whitespace and
-  blank lines never matter; letter case does.
+* ``stdio``: whitespace-separated tokens must be equal; where the EXPECTED token is a
+  non-integer number (``0.5``, ``1e-9``), a number within 1e-6 of it (relative or absolute)
+  passes too. An expected integer takes exactly that integer: ``5.0`` is not ``5``, and
+  ``1000000006.0`` is not ``1000000007``. Trailing whitespace and blank lines never matter;
+  letter case does.
 * ``call``: Python equality of plain values, lists and tuples interchangeable (JSON-sourced tests
-  have no tuples), ints and floats compared as numbers with floats within 1e-6, but a bool equals
-  only a bool (``True`` is not ``1``).
+  have no tuples); an expected float takes a number within 1e-6, an expected int only a number
+  equal to it (``5.0`` for ``5``, never ``1000000006.0`` for ``1000000007``); a bool equals only a
+  bool (``True`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -119,15 +122,15 @@ def _is_int_token(token: str) -> bool:
 
 
 def outputs_match(got: str, expected: str) -> bool:
-    """Whether ``got`` stdout matches ``expected`` (tokens; numbers within 1e-6)."""
+    """Whether ``got`` stdout matches ``expected`` (tokens; within 1e-6 of an expected float)."""
     a, b = got.split(), expected.split()
     if len(a) != len(b):
         return False
     for x, y in zip(a, b, strict=True):
         if x == y:
             continue
-        if _is_int_token(x) and _is_int_token(y):
-            return False
+        if _is_int_token(y):
+            return False  # tolerance is for expected floats only: 5.0 is not the integer 5
         fx, fy = _number(x), _number(y)
         if fx is None or fy is None or not math.isclose(fx, fy, rel_tol=1e-6, abs_tol=1e-6):
             return False
@@ -135,7 +138,7 @@ def outputs_match(got: str, expected: str) -> bool:
 
 
 def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
-    """Whether two plain values are equal (lists = tuples; floats within 1e-6)."""
+    """Whether two plain values are equal (lists = tuples; within 1e-6 of an expected float)."""
     if depth > 100:
         return False
     if isinstance(got, bool) != isinstance(expected, bool):
@@ -143,6 +146,8 @@ def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
     if isinstance(expected, float) or isinstance(got, float):
         if isinstance(got, bool) or isinstance(expected, bool):
             return got == expected
+        if isinstance(got, float) and isinstance(expected, int):
+            return got == expected  # exact: no tolerance for an expected integer
         if isinstance(got, int | float) and isinstance(expected, int | float):
             if math.isnan(got) and math.isnan(expected):
                 return True

@@ -174,6 +174,8 @@ def _leak_prompts(tmp_path, name: str, kind: str, hidden: list[str], run: int) -
     )
     env.step(case)
     env.step(_fence(leak_program(name, fn) + f"# run {run}\n"))
+    # The tester's next cases run the program again, after its hidden runs (issue 31).
+    env.step(case.replace("VISIBLE", "VISIBLE2"))
     seen = "\n".join(env.observe(a)["prompt"] for a in env.agents)
     return seen.replace(f"{name}-{run}", "NAME").replace(f"# run {run}", "")
 

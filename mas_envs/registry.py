@@ -142,7 +142,14 @@ ENVS: dict[str, EnvEntry] = {
         EnvEntry(
             "mas/Code-v0",
             "mas_envs.code.env:CodeEnv",
+            "Coding problems (v0's judge: a float within 1e-6 of an expected integer passes).",
+            {"version": 0},
+        ),
+        EnvEntry(
+            "mas/Code-v1",
+            "mas_envs.code.env:CodeEnv",
             "Coding problems: a coder writes a program, a tester writes cases; hidden tests judge.",
+            {"version": 1},
         ),
     ]
 }

@@ -157,7 +157,7 @@ PAPER_ROWS: list[PaperRow] = [
             test_episodes=ALL_PROBLEMS,
         )
         for task, env_id, data in (
-            ("code", "mas/Code-v0", CODE_DATA),
+            ("code", "mas/Code-v1", CODE_DATA),
             ("math", "mas/Math-v1", MATH_DATA),
         )
         for size in ("1.7b", "8b")

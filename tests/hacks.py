@@ -508,6 +508,41 @@ def report(found):
 """
 
 _LEAKS: dict[str, str] = {
+    # A hidden run writes bits of its input into the page cache of standard-library files (evict
+    # or read each); a later visible run reads them back without reading the files (preadv2 with
+    # RWF_NOWAIT fails on a page that is not cached). Issue 31: the tester's step reran the
+    # coder's program on its cases after the coder's hidden runs.
+    "page-cache": r"""
+import glob, hashlib
+FILES = sorted(glob.glob(os.path.dirname(os.__file__) + "/test/test_*.py"))[-32:]
+
+def run(mine):
+    if not visible(mine):
+        bits = bin(int(hashlib.sha256(mine.encode()).hexdigest(), 16))[-len(FILES):]
+        for path, bit in zip(FILES, bits):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                if bit == "1":
+                    os.read(fd, 4096)
+                else:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            except OSError:
+                pass
+            os.close(fd)
+        return set()
+    got = []
+    for path in FILES:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)
+            got.append("1")
+        except BlockingIOError:
+            got.append("0")
+        except OSError:
+            got.append("x")
+        os.close(fd)
+    return {"cache" + "".join(got)}  # the same whatever the hidden tests were, or it leaks
+""",
     "pid-counter": r"""
 def run(mine):
     if not visible(mine):

@@ -158,7 +158,10 @@ def test_format_cases_round_trips(problem):
         ("1 2\n3\n\n", "1 2 3", True),  # whitespace never matters
         ("0.3333333", "0.333333333", True),
         ("0.33", "0.333333", False),
-        ("1.0", "1", True),  # numbers compare as numbers once one is not an integer
+        ("1", "1.0", True),  # an expected float takes any number within 1e-6
+        ("1.0", "1", False),  # an expected integer takes that integer only (issue 31)
+        ("1000000006.0", "1000000007", False),  # within 1e-6 relative: was accepted
+        ("5e0", "5", False),
         ("10", "010", False),  # two integers must be equal strings
         ("YES", "yes", False),  # letter case matters
         ("", "0", False),
@@ -177,6 +180,10 @@ def test_outputs_match_table(got, expected, same):
         ([1, [2, 3]], [1, (2, 3)], True),
         (0.1 + 0.2, 0.3, True),
         (1, 1.0, True),
+        (1.0, 1, True),  # equal as Python numbers
+        (1000000006.0, 1000000007, False),  # no tolerance for an expected int (issue 31)
+        (1.0000001, 1, False),
+        (1, 1.0000001, True),
         (True, 1, False),
         ("1", 1, False),
         ({"a": 1}, {"a": 1.0}, True),

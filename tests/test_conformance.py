@@ -94,6 +94,7 @@ FAMILY_OPTIONS = {
     "mas/Math-v0": ({"topics": ["arith"]}, lambda e: e.task_ids()[7].startswith("arith/")),
     "mas/Math-v1": ({"levels": [2]}, lambda e: e.task_ids()[7].split("/")[1] == "2"),
     "mas/Code-v0": ({"max_cases": 3}, lambda e: e.max_cases == 3),
+    "mas/Code-v1": ({"max_cases": 3}, lambda e: e.max_cases == 3),
 }
 
 

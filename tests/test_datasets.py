@@ -159,6 +159,13 @@ def test_copies_of_held_out_problems_are_removed_and_reported(prepared):
                         assert fingerprint(json.loads(line)[field]) not in held
 
 
+def test_records_without_tests_are_listed_as_left_out(prepared):
+    left = _manifest(prepared, "apps")["left_out"]  # docs/data.md promises it (issue 31)
+    assert left["records_without_tests"] == 1
+    [example] = left["records_without_tests_examples"]
+    assert example.endswith("test.jsonl: record 2")
+
+
 def test_repeats_inside_a_training_set_are_kept_once(prepared):
     dapo = _manifest(prepared, "dapo")["left_out"]
     assert dapo["train_duplicates"] == 6  # 3 problems x 3 copies in the release

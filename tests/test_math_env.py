@@ -166,6 +166,16 @@ def test_hostile_answers_are_wrong_fast_and_safe(backend, hostile):
     assert time.perf_counter() - start < 1.5
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_lists_of_powers_are_unordered(backend):
+    # Two terms with ^ in one list read as a power tower (too costly: "different"), so an
+    # OlympiadBench list was graded by its order (issue 31).
+    gold = "10^{1/100}, 10^{100}"
+    assert answers_equal(gold, "10^{100}, 10^{1/100}", backend)
+    assert not answers_equal(gold, "10^{100}, 10^{1/10}", backend)
+    assert not answers_equal("7", "2^{3^{4^{5}}}", backend)  # a real tower is still refused
+
+
 # 14 characters, no tower, shallow: expanding it kept math-verify and sympy busy for over 60 s.
 SLOW_ANSWER = "(x+y+z+1)^{99}"
 

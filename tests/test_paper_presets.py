@@ -62,7 +62,7 @@ def shrink(name: str, model_dir, out_dir) -> list[str]:
     trains = cfg.optim.steps > 0
     # The warm start plays the oracle, the reference program: CodeContests' ``1002_B. Words``
     # has none (as some published problems), so the code rows draw enough episodes to meet it.
-    episodes = "8" if trains and cfg.env.id == "mas/Code-v0" else "2"
+    episodes = "8" if trains and cfg.env.id == "mas/Code-v1" else "2"
     return [
         "--model.name", str(model_dir), "--model.device", "cpu", "--model.engine", "transformers",
         "--run.backend", "local", "--run.ray_sharding", "replicate",
@@ -132,7 +132,7 @@ def test_the_table_has_every_paper_value():
     assert {r.steps for r in PAPER_ROWS if r.task in ("plan-path", "sokoban")} == {200}
     for name in PAPER:
         cfg = PRESETS[name]
-        assert cfg.env.id.endswith(("Code-v0", "Math-v1")), name  # the tools write code
+        assert cfg.env.id.endswith(("Code-v0", "Code-v1", "Math-v1")), name  # the tools write code
         assert (cfg.rollout.k, cfg.rollout.temperature, cfg.optim.mini_batch_size) == (4, 0.6, 64)
         assert cfg.rollout.enable_thinking is False and cfg.optim.lr == 1e-6
         assert (cfg.model.dtype, cfg.model.autocast, cfg.model.engine_weights_dtype) == (
@@ -146,7 +146,7 @@ def test_the_table_has_every_paper_value():
     assert variants["-single"].env.mode == "single" and variants["-single"].optim.steps == 0
     assert variants["-prompting"].env.mode == "mas" and variants["-prompting"].optim.steps == 0
     assert PRESETS["plan-path-qwen3-8b"].run.ray_sharding == "fsdp"
-    for task, env_id in (("code", "mas/Code-v0"), ("math", "mas/Math-v1")):
+    for task, env_id in (("code", "mas/Code-v1"), ("math", "mas/Math-v1")):
         for size in ("1.7b", "8b"):
             cfg = PRESETS[f"{task}-qwen3-{size}"]
             assert (cfg.env.id, cfg.env.max_turns, cfg.optim.steps) == (env_id, 3, 400)
@@ -254,7 +254,7 @@ def test_paper_preset_shrunk_to_a_tiny_model_runs_and_trains(
         kept = {k: v for k, v in vars(getattr(preset, section)).items()
                 if k not in ("tasks_per_step", "max_new_tokens")}  # fmt: skip
         assert kept == {k: getattr(getattr(cfg, section), k) for k in kept}
-    skips = preset.optim.steps and preset.env.id == "mas/Code-v0"  # see shrink()
+    skips = preset.optim.steps and preset.env.id == "mas/Code-v1"  # see shrink()
     with pytest.warns(UserWarning, match="no oracle answer") if skips else nullcontext():
         summary = train(cfg)
     run = tmp_path / name

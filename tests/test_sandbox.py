@@ -515,9 +515,13 @@ with multiprocessing.Pool(2) as pool:
     assert "[1, 2, 3]" in res.stdout
 
 
-def _bpf_run(prog: bytes, nr: int, arg0: int = 0, arch: int = seccomp.AUDIT_ARCH_X86_64) -> int:
-    """Classic BPF, the few instructions the filter uses, run on one system call."""
-    data = struct.pack("=IIQ6Q", nr, arch, 0, arg0, 0, 0, 0, 0, 0)
+def _bpf_run(
+    prog: bytes, nr: int, arg0: int = 0, arch: int = seccomp.AUDIT_ARCH_X86_64, args=()
+) -> int:
+    """Classic BPF, the few instructions the filter uses, run on one system call (arguments:
+    ``arg0``, or all six in ``args``)."""
+    full = (*args, 0, 0, 0, 0, 0, 0)[:6] if args else (arg0, 0, 0, 0, 0, 0)
+    data = struct.pack("=IIQ6Q", nr, arch, 0, *full)
     insns = [struct.unpack("=HBBI", prog[i : i + 8]) for i in range(0, len(prog), 8)]
     pc = acc = 0
     while True:
@@ -538,7 +542,8 @@ def test_seccomp_filter_is_well_formed():
     import errno
 
     prog = seccomp.x86_64_filter()
-    assert len(prog) % 8 == 0 and len(prog) // 8 == len(set(seccomp.X86_64_DENIED.values())) + 16
+    fixed = 16 + 4 + len(seccomp.FCNTL_DENIED) + 1 + len(seccomp.MADVISE_DENIED) + 1 + 2 + 2
+    assert len(prog) % 8 == 0 and len(prog) // 8 == len(set(seccomp.X86_64_DENIED.values())) + fixed
     first = struct.unpack("=HBBI", prog[:8])
     assert first == (0x20, 0, 0, 4)  # load the architecture before trusting any number
     allow, eperm = 0x7FFF0000, 0x50000 | errno.EPERM
@@ -558,6 +563,22 @@ def test_seccomp_filter_is_well_formed():
     for nr, arg0, want in table:
         assert _bpf_run(prog, nr, arg0) == want, (nr, arg0)
     assert _bpf_run(prog, 0, arch=0x40000003) == eperm  # i386
+    enolck = 0x50000 | errno.ENOLCK
+    table = [
+        (72, (3, 1), allow),  # fcntl(F_GETFD)
+        (72, (3, 4, 0o4000), allow),  # fcntl(F_SETFL, O_NONBLOCK)
+        *((72, (3, cmd), enolck) for cmd in seccomp.FCNTL_DENIED.values()),  # locks, F_NOTIFY
+        (28, (0, 4096, 4), allow),  # madvise(MADV_DONTNEED): the process's own memory
+        (28, (0, 4096, 20), eperm),  # MADV_COLD
+        (28, (0, 4096, 21), eperm),  # MADV_PAGEOUT
+        (327, (3, 0, 1, 0, 0, 0), allow),  # preadv2 without flags
+        (327, (3, 0, 1, 0, 0, 0x8), eperm),  # preadv2(RWF_NOWAIT): a page-cache probe
+        (327, (3, 0, 1, 0, 0, 0x8 | 0x2), eperm),
+        (221, (3, 0, 0, 4), eperm),  # posix_fadvise(POSIX_FADV_DONTNEED)
+        (73, (3, 2), eperm),  # flock(LOCK_EX)
+    ]
+    for nr, args, want in table:
+        assert _bpf_run(prog, nr, args=args) == want, (nr, args)
 
 
 def test_a_broken_seccomp_filter_falls_back_to_bubblewrap_without_it(monkeypatch):
@@ -853,3 +874,59 @@ def test_the_fallback_kills_every_process_of_a_runs_uid():
         assert _survivors(mark) == []
     finally:
         uids.ALLOCATOR.release(uid)
+
+
+# What a run could use to signal to a later or concurrent run through the files every run shares
+# read-only (the interpreter's standard library): the page cache (evict a file, then probe
+# without reading it), locks, access events; and the host's pty budget. Each must be refused.
+SHARED_FILE_CHANNELS = r"""
+import ctypes, errno, fcntl, mmap, os, struct, sys
+path = os.__file__  # a standard-library file every run can read
+fd = os.open(path, os.O_RDONLY)
+libc = ctypes.CDLL(None, use_errno=True)
+
+def attempt(name, call):
+    try:
+        call()
+    except OSError as exc:
+        refused = exc.errno in (errno.EPERM, errno.ENOLCK, errno.ENOENT)
+        return f"{name}: refused" if refused else f"{name}: {exc}"
+    return f"{name}: allowed"
+
+def c_call(fn, *args):
+    def call():
+        if fn(*args) < 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err))
+    return call
+
+m = mmap.mmap(fd, 4096, access=mmap.ACCESS_COPY)  # private: ctypes can take its address
+vec = ctypes.create_string_buffer(1)
+page = ctypes.c_void_p(ctypes.addressof(ctypes.c_char.from_buffer(m)))  # the file's mapping
+range16, stat32 = ctypes.create_string_buffer(16), ctypes.create_string_buffer(32)
+want_write = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+results = [
+    attempt("fadvise", lambda: os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)),
+    attempt("preadv2-nowait", lambda: os.preadv(fd, [bytearray(16)], 0, os.RWF_NOWAIT)),
+    attempt("readahead", c_call(libc.syscall, 187, fd, ctypes.c_long(0), ctypes.c_size_t(4096))),
+    attempt("mincore", c_call(libc.mincore, page, ctypes.c_size_t(4096), vec)),
+    attempt("cachestat", c_call(libc.syscall, 451, fd, range16, stat32, 0)),
+    attempt("madvise-pageout", lambda: m.madvise(21)),
+    attempt("flock", lambda: fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+    attempt("fcntl-lock", lambda: fcntl.lockf(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)),
+    attempt("fcntl-getlk", lambda: fcntl.fcntl(fd, fcntl.F_GETLK, want_write)),
+    attempt("inotify", c_call(libc.inotify_init1, 0)),
+    attempt("pty", os.openpty),
+]
+print("\n".join(results))
+"""
+
+
+def test_no_channel_through_shared_files_or_ptys():
+    if not (HAS_BWRAP and seccomp.supported()):
+        pytest.skip("needs bubblewrap and the seccomp filter (x86-64)")
+    res = run_python(SHARED_FILE_CHANNELS)
+    assert res.verdict == Verdict.ok, res.stderr
+    allowed = [line for line in res.stdout.splitlines() if not line.endswith(": refused")]
+    assert not allowed, allowed
+    assert len(res.stdout.splitlines()) == 11

@@ -274,6 +274,13 @@ else:
     srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
     c = socket.create_connection(srv.getsockname()); a, _ = srv.accept(); c.close(); a.close()
     abstract = socket.socket(socket.AF_UNIX); abstract.bind("\\0" + MARK); abstract.listen()
+# A socketpair bound to an abstract name, sent over itself so that it outlives the run (until the
+# kernel's garbage collector finds the cycle): its name and a parked message were in the worker's
+# network namespace for the next run to read.
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+a.bind("\\0park-" + MARK)
+b.send(MARK.encode())
+socket.send_fds(b, [b"x"], [a.fileno(), b.fileno()])
 # System V shared memory outlives its creator (refused by seccomp; without it, a fresh ipc
 # namespace per run).
 import ctypes
@@ -332,6 +339,56 @@ def test_a_run_leaves_nothing_for_the_next_run_of_the_same_worker(one_worker):
     assert _zygote_pids(one_worker) == zygotes  # the same worker served every run
     # And a cold run sees the same (its own fresh sandbox).
     assert json.loads(_cold(Job(LOOK)).stdout) == seen
+
+
+CONCURRENT_LISTENER = """
+import ctypes, os, socket
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+ctypes.CDLL(None).connect(a.fileno(), b"\\0\\0", 2)  # AF_UNSPEC: no peer, anyone may send
+a.bind("\\0conc-" + MARK)
+a.settimeout(4)
+try:
+    msg, fds, _, _ = socket.recv_fds(a, 100, 4)
+    print("got", msg, [os.read(fd, 100) for fd in fds])
+except OSError:
+    print("nothing")
+"""
+
+# It connects its own socketpair's socket to the listener's abstract name (a datagram socket may
+# change its peer) and passes a descriptor of a file in its private /tmp.
+CONCURRENT_TALKER = """
+import os, socket, time
+with open("/tmp/mine", "w") as f:
+    f.write(MARK)
+fd = os.open("/tmp/mine", os.O_RDONLY)
+a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+seen, sent = [], False
+end = time.monotonic() + 3
+while time.monotonic() < end and not sent:
+    seen = [l.split()[-1] for l in open("/proc/net/unix").read().splitlines()[1:] if "@" in l]
+    try:
+        a.connect("\\0conc-" + MARK)
+        socket.send_fds(a, [MARK.encode()], [fd])
+        sent = True
+    except OSError:
+        time.sleep(0.05)
+print("sent" if sent else "not sent", seen)
+"""
+
+
+@needs_pool
+def test_concurrent_pooled_runs_cannot_talk_through_abstract_unix_names(monkeypatch):
+    monkeypatch.setenv(pool.ENV_VAR, "2")
+    mark = _marker()
+    jobs = [
+        Job(f"MARK = {mark!r}\n{CONCURRENT_LISTENER}", timeout_s=10),
+        Job(f"MARK = {mark!r}\n{CONCURRENT_TALKER}", timeout_s=10),
+    ]
+    listener, talker = run_many(jobs, max_workers=2)
+    assert pool.active()
+    assert listener.verdict == Verdict.ok, listener.stderr
+    assert talker.verdict == Verdict.ok, talker.stderr
+    assert (listener.stdout, talker.stdout) == ("nothing\n", "not sent []\n")
 
 
 def _zygote_pids(p) -> list[int]:

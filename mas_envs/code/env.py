@@ -1,4 +1,4 @@
-"""mas/Code-v0: a coder writes a program, a tester writes test cases; hidden tests decide.
+"""mas/Code-v1: a coder writes a program, a tester writes test cases; hidden tests decide.
 
 Env card (also ``docs/envs/code.md``).
 
@@ -90,11 +90,14 @@ Execution
     ``env.prefetch(texts, agent)`` runs a tree step's K candidate answers in one pooled call.
 
 Version history
-    v0: first version. Within v0 (judge fixes, rewards of honest programs unchanged; the card in
-    ``docs/envs/code.md`` says more): 2026-11-30, the cases of one run are isolated, killing the
-    harness fails the cases; 2026-12-01 (issue 13), a script test's checker takes no name from the
-    program but the function under test, and the feedback cases run in their own sandbox run
-    before the hidden tests (nothing of a hidden test reaches a prompt).
+    v0 (``mas/Code-v0``, ``version=0``): first version; judge fixes within v0 are listed in
+    ``docs/envs/code.md``.
+    v1 (``mas/Code-v1``, ``version=1``, the default): the 1e-6 tolerance applies only where the
+    EXPECTED value is a float (v0 also took a float within 1e-6 of an expected integer:
+    ``print(float(n))`` for ``n + 1``, ``1000000006.0`` for ``1000000007``), both in the hidden
+    tests and in the tester's validity check; the oracle tester writes no hidden test (with no
+    public example it has no answer: ``NoOracleError``; v0's oracle copied the first hidden
+    tests, which then showed in the coder's prompt). Prompts are unchanged.
 """
 
 from __future__ import annotations
@@ -122,6 +125,9 @@ from mas_envs.code.problems import Problem, load_problems, split_of
 from mas_envs.spaces import clean_text
 
 __all__ = ["CodeEnv"]
+
+VERSIONS = (0, 1)
+"""Env versions (the card's version history)."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -169,6 +175,8 @@ class CodeEnv(TextEnv):
         memory_mb: Memory limit of a sandboxed run.
         max_cases: Most tester cases that count per answer (more are ignored).
         max_known_wrong: Known wrong programs of a problem that the tester's cases must catch.
+        version: ``1`` (``mas/Code-v1``, the default) or ``0`` (``mas/Code-v0``: a float within
+            1e-6 of an expected integer passes; the card's version history).
         mode, alpha, max_turns, split, render_mode, max_action_chars: see :class:`TextEnv`.
     """
 
@@ -191,6 +199,7 @@ class CodeEnv(TextEnv):
         memory_mb: int = 512,
         max_cases: int = 8,
         max_known_wrong: int = 2,
+        version: int = 1,
         mode: str = "mas",
         alpha: float = 1.0,
         max_turns: int = 3,
@@ -214,6 +223,12 @@ class CodeEnv(TextEnv):
             raise ValueError(f"max_cases must be an int in [1, 50], got {max_cases!r}")
         if not (isinstance(max_known_wrong, int) and 0 <= max_known_wrong <= 10):
             raise ValueError(f"max_known_wrong must be an int in [0, 10], got {max_known_wrong!r}")
+        if version not in VERSIONS:
+            raise ValueError(
+                f"version must be one of {list(VERSIONS)} (mas/Code-v0, mas/Code-v1), "
+                f"got {version!r}"
+            )
+        self.version = version
         if isinstance(problems, Mapping):
             bad = sorted(set(problems) - set(SPLITS))
             if bad or not problems:
@@ -279,6 +294,11 @@ class CodeEnv(TextEnv):
 
     # ------------------------------------------------------------------ acting
 
+    @property
+    def _v0(self) -> bool:
+        """Whether this is ``mas/Code-v0``, whose judge took near misses of integers."""
+        return self.version == 0
+
     def _note(self, agent: str) -> str:
         return dict(self._notes).get(agent, "")
 
@@ -307,7 +327,7 @@ class CodeEnv(TextEnv):
                 info={"pass_rate": self.pass_rate},
             )
         feedback = self._feedback_cases()
-        fb, hidden = run_requests(self._coder_requests(code, feedback), self.limits)
+        fb, hidden = run_requests(self._coder_requests(code, feedback), self.limits, v0=self._v0)
         passed = sum(r.passed for r in hidden)
         self.program = code
         self.pass_rate = passed / len(hidden)
@@ -353,7 +373,7 @@ class CodeEnv(TextEnv):
                 reason=reason,
                 info={"pass_rate": self.pass_rate},
             )
-        results = run_requests(self._tester_requests(tuple(cases)), self.limits)
+        results = run_requests(self._tester_requests(tuple(cases)), self.limits, v0=self._v0)
         ref = results.pop(0) if p.reference else None
         prog = results.pop(0) if self.program is not None else None
         valid = self._validity(cases, ref)
@@ -415,11 +435,11 @@ class CodeEnv(TextEnv):
             if t is None:
                 out.append(None)
             elif c.kind == "stdio":
-                out.append(outputs_match(c.expected, t.expected))
+                out.append(outputs_match(c.expected, t.expected, v0=self._v0))
             else:
                 ok_a, a = parse_literal(c.expected)
                 ok_b, b = parse_literal(t.expected)
-                out.append(ok_a and ok_b and values_match(a, b))
+                out.append(ok_a and ok_b and values_match(a, b, v0=self._v0))
         return out
 
     def prefetch(self, texts: Sequence[str], agent: str | None = None) -> None:
@@ -480,13 +500,24 @@ class CodeEnv(TextEnv):
     # ------------------------------------------------------------------ policies
 
     def _oracle_cases(self) -> tuple[Case, ...]:
+        """The statement's public examples: the only cases known right without hidden data.
+
+        Raises:
+            NoOracleError: The problem has no public example. (v0 fell back on the first hidden
+                tests, which the coder's next prompt then showed, and a warm start trained the
+                tester to write them.)
+        """
         p = self._problem
-        # Public examples are already in the statement; without any, the oracle falls back on
-        # the first hidden tests (it is a reference policy; hidden tests never enter prompts).
-        return (p.public or p.tests[:3])[: self.max_cases]
+        if not p.public:
+            raise NoOracleError(
+                f"problem {p.id!r} has no public example for the oracle tester to write, and "
+                "its hidden tests never enter a prompt"
+            )
+        return p.public[: self.max_cases]
 
     def oracle_action(self, agent: str | None = None) -> str:
-        """The reference program (coder) or correct cases from the ground truth (tester)."""
+        """The reference program (coder) or the statement's public examples as cases (tester;
+        :class:`~mas_envs.base.NoOracleError` when there are none)."""
         agent = agent or self.agent_selection
         p = self._problem
         if agent == "coder":

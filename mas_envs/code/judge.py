@@ -12,12 +12,15 @@ and its tree branches never run the same program on the same input twice, and a 
 the result its original got).
 
 Comparison (:func:`outputs_match`, :func:`values_match`) happens here, never in the sandbox:
-* ``stdio``: whitespace-separated tokens must be equal; two tokens that both parse as numbers, one
-  of them not an integer, are equal within 1e-6 (relative or absolute). Trailing whitespace and
-  blank lines never matter; letter case does.
+* ``stdio``: whitespace-separated tokens must be equal; where the EXPECTED token is a
+  non-integer number (``0.5``, ``1e-9``), a number within 1e-6 of it (relative or absolute)
+  passes too. An expected integer takes exactly that integer: ``5.0`` is not ``5``, and
+  ``1000000006.0`` is not ``1000000007``. Trailing whitespace and blank lines never matter;
+  letter case does.
 * ``call``: Python equality of plain values, lists and tuples interchangeable (JSON-sourced tests
-  have no tuples), ints and floats compared as numbers with floats within 1e-6, but a bool equals
-  only a bool (``True`` is not ``1``).
+  have no tuples); an expected float takes a number within 1e-6, an expected int only a number
+  equal to it (``5.0`` for ``5``, never ``1000000006.0`` for ``1000000007``); a bool equals only a
+  bool (``True`` is not ``1``).
 """
 
 from __future__ import annotations
@@ -118,24 +121,28 @@ def _is_int_token(token: str) -> bool:
     return token.lstrip("+-").isdigit()
 
 
-def outputs_match(got: str, expected: str) -> bool:
-    """Whether ``got`` stdout matches ``expected`` (tokens; numbers within 1e-6)."""
+def outputs_match(got: str, expected: str, *, v0: bool = False) -> bool:
+    """Whether ``got`` stdout matches ``expected`` (tokens; within 1e-6 of an expected float).
+
+    ``v0=True``: ``mas/Code-v0``'s rule, kept for its board: the tolerance applied as soon as
+    either token was not an integer, so ``1000000006.0`` passed for ``1000000007``."""
     a, b = got.split(), expected.split()
     if len(a) != len(b):
         return False
     for x, y in zip(a, b, strict=True):
         if x == y:
             continue
-        if _is_int_token(x) and _is_int_token(y):
-            return False
+        if _is_int_token(y) and (not v0 or _is_int_token(x)):
+            return False  # tolerance is for expected floats only: 5.0 is not the integer 5
         fx, fy = _number(x), _number(y)
         if fx is None or fy is None or not math.isclose(fx, fy, rel_tol=1e-6, abs_tol=1e-6):
             return False
     return True
 
 
-def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
-    """Whether two plain values are equal (lists = tuples; floats within 1e-6)."""
+def values_match(got: Any, expected: Any, depth: int = 0, *, v0: bool = False) -> bool:
+    """Whether two plain values are equal (lists = tuples; within 1e-6 of an expected float;
+    ``v0=True``: of either float, ``mas/Code-v0``'s rule)."""
     if depth > 100:
         return False
     if isinstance(got, bool) != isinstance(expected, bool):
@@ -143,6 +150,8 @@ def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
     if isinstance(expected, float) or isinstance(got, float):
         if isinstance(got, bool) or isinstance(expected, bool):
             return got == expected
+        if isinstance(got, float) and isinstance(expected, int) and not v0:
+            return got == expected  # exact: no tolerance for an expected integer
         if isinstance(got, int | float) and isinstance(expected, int | float):
             if math.isnan(got) and math.isnan(expected):
                 return True
@@ -151,11 +160,11 @@ def values_match(got: Any, expected: Any, depth: int = 0) -> bool:
     seq = (list, tuple)
     if isinstance(got, seq) and isinstance(expected, seq):
         return len(got) == len(expected) and all(
-            values_match(g, e, depth + 1) for g, e in zip(got, expected, strict=True)
+            values_match(g, e, depth + 1, v0=v0) for g, e in zip(got, expected, strict=True)
         )
     if isinstance(got, dict) and isinstance(expected, dict):
         return got.keys() == expected.keys() and all(
-            values_match(got[k], expected[k], depth + 1) for k in expected
+            values_match(got[k], expected[k], depth + 1, v0=v0) for k in expected
         )
     if type(got) is not type(expected) and not (isinstance(got, int) and isinstance(expected, int)):
         return False
@@ -175,8 +184,9 @@ def literal(text: str) -> tuple[bool, Any]:
         return False, None
 
 
-def judge(case: Case, status: str, output: str, error: str) -> CaseResult:
-    """Turn a raw harness result into a verdict against ``case``'s expected output."""
+def judge(case: Case, status: str, output: str, error: str, *, v0: bool = False) -> CaseResult:
+    """Turn a raw harness result into a verdict against ``case``'s expected output (``v0``:
+    ``mas/Code-v0``'s numbers rule, :func:`outputs_match`)."""
     if status != "ok":
         return CaseResult(False, status, output, error)
     if case.kind == "script":
@@ -186,9 +196,9 @@ def judge(case: Case, status: str, output: str, error: str) -> CaseResult:
             return CaseResult(True, "pass", output, error)
         ok_got, got = literal(output)
         ok_exp, exp = literal(case.expected)
-        passed = ok_got and ok_exp and values_match(got, exp)
+        passed = ok_got and ok_exp and values_match(got, exp, v0=v0)
     else:
-        passed = outputs_match(output, case.expected)
+        passed = outputs_match(output, case.expected, v0=v0)
     return CaseResult(passed, "pass" if passed else "wrong", output, error)
 
 
@@ -302,7 +312,7 @@ def _harness_stdin(head: dict[str, Any], tests: list[dict[str, Any]]) -> str:
 
 
 def run_requests(
-    requests: Sequence[Request], limits: Limits = Limits()
+    requests: Sequence[Request], limits: Limits = Limits(), *, v0: bool = False
 ) -> list[tuple[CaseResult, ...]]:
     """Run every request's program on its cases, in at most two pooled sandbox calls.
 
@@ -312,8 +322,9 @@ def run_requests(
     files, processes) can reach a visible result, not even from another request of the call
     running at the same time. Each (program, case) runs once per call and is cached.
 
-    Returns, per request, one :class:`CaseResult` per case, in order. Never raises for anything
-    a program does; a failing sandbox gives ``sandbox_error`` results.
+    Returns, per request, one :class:`CaseResult` per case, in order (``v0``: compared by
+    ``mas/Code-v0``'s numbers rule, :func:`outputs_match`). Never raises for anything a program
+    does; a failing sandbox gives ``sandbox_error`` results.
     """
     raw: list[list[tuple[str, str, str] | None]] = []
     phases: dict[bool, list[tuple[int, Request, list[tuple[int, Case]]]]] = {False: [], True: []}
@@ -345,7 +356,7 @@ def run_requests(
     for req, row in zip(requests, raw, strict=True):
         out.append(
             tuple(
-                judge(case, *(res or ("sandbox_error", "", "no result")))
+                judge(case, *(res or ("sandbox_error", "", "no result")), v0=v0)
                 for case, res in zip(req.cases, row, strict=True)
             )
         )

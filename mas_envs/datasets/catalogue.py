@@ -75,6 +75,18 @@ class Published:
 
 
 Item = tuple[str, Any]
+
+
+@dataclasses.dataclass(frozen=True)
+class Untested:
+    """A record of a code set with no test case (APPS has some): nothing can judge it, so it is
+    left out, and the manifest's ``left_out`` lists it (a reader yields it in place of a
+    problem)."""
+
+    path: str
+    index: int
+
+
 """``(split, problem)``: a code :class:`~mas_envs.code.problems.Problem` or a math one."""
 Reader = Callable[[list[Path], Options, Callable[[ValueError], None] | None], Iterator[Item]]
 
@@ -150,8 +162,10 @@ def _renamed(p: Any, new_id: str, split: str, **extra: Any) -> Any:
 
 
 def _code_file(name: str, path: Path, split: str, on_error: Any) -> Iterator[Item]:
-    for _, p in code_problems.iter_problems(path, on_error=on_error):
-        if p is not None:
+    for index, p in code_problems.iter_problems(path, on_error=on_error):
+        if p is None:
+            yield split, Untested(str(path), index)
+        else:
             yield split, _renamed(p, f"{name}/{_own_id(p.id)}", split)
 
 
@@ -180,8 +194,13 @@ def _read_apps(files: list[Path], opts: Options, on_error: Any) -> Iterator[Item
             raise DatasetError(f"--slice: the rows of {a} and {b} overlap")
     for index, p in code_problems.iter_problems(files[0], on_error=on_error):
         part = next((s for lo, hi, s in spans if lo <= index and (hi is None or index < hi)), None)
-        if p is not None and part is not None:
-            yield part, _renamed(p, f"apps/{_own_id(p.id)}", part)
+        if part is not None:
+            yield (
+                part,
+                Untested(str(files[0]), index)
+                if p is None
+                else _renamed(p, f"apps/{_own_id(p.id)}", part),
+            )
 
 
 def _select_apps(found: list[Path], opts: Options) -> list[Path]:

@@ -38,6 +38,7 @@ from mas_envs.datasets.catalogue import (
     DatasetError,
     DatasetSpec,
     Options,
+    Untested,
     check_columns,
 )
 from mas_envs.datasets.dedup import HeldOutIndex, fingerprint
@@ -301,9 +302,13 @@ def _write_set(
     seen: dict[str, str] = {}
     duplicates: list[dict[str, str]] = []
     tests_dropped = 0
+    untested: list[str] = []
     total = 0
     try:
         for split, problem in spec.read(files, opts, on_error if opts.skip_bad_rows else None):
+            if isinstance(problem, Untested):
+                untested.append(f"{problem.path}: record {problem.index}")
+                continue
             record = _to_record(spec.family, problem)
             if split == "train":
                 fp = fingerprint(_text(spec.family, record))
@@ -369,6 +374,8 @@ def _write_set(
         "left_out": {
             "malformed_rows": n_bad,
             "malformed_examples": bad,
+            "records_without_tests": len(untested),
+            "records_without_tests_examples": untested[:MAX_LISTED],
             "train_duplicates": len(duplicates),
             "train_duplicate_examples": duplicates[:MAX_LISTED],
             "tests_beyond_max_tests": tests_dropped,

@@ -184,6 +184,10 @@ def bwrap_command(
         cmd += ["--ro-bind", root, root]
     size = str(tmpfs_bytes)
     cmd += ["--proc", "/proc", "--dev", "/dev"]
+    # No pseudo-terminals: bubblewrap's /dev/ptmx leads into a devpts of its own, but every
+    # pty counts against the host's global budget (kernel.pty.max), so a run could hold
+    # hundreds. An empty tmpfs over /dev/pts leaves /dev/ptmx dangling (ENOENT).
+    cmd += ["--perms", "0755", "--size", "4096", "--tmpfs", "/dev/pts"]
     cmd += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]
     # POSIX semaphores and shared memory (multiprocessing's locks) live in /dev/shm.
     cmd += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]

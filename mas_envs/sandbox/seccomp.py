@@ -16,7 +16,15 @@ reach, in the spirit of Docker's and Flatpak's default profiles. Refused with ``
 * ``socket`` of every family: a program has no network to reach (its network namespace is
   empty) and nothing on the machine to talk to, and ``AF_VSOCK`` would reach a VM's host whatever
   the namespace. ``socketpair`` (anonymous, gone with its process) stays allowed for ``AF_UNIX``,
-  which ``asyncio`` and ``subprocess``-style code use; other families get ``EAFNOSUPPORT``.
+  which ``asyncio`` and ``subprocess``-style code use; other families get ``EAFNOSUPPORT``;
+* what lets a run signal to another through the files every run shares read-only (``/usr``, the
+  interpreter), whose page cache, locks and access events are the host's: evicting or probing
+  the page cache (``posix_fadvise``, ``readahead``, ``mincore``, ``cachestat``, ``madvise`` with
+  ``MADV_COLD``/``MADV_PAGEOUT``, ``preadv2`` with ``RWF_NOWAIT``, Linux AIO, which takes
+  ``RWF_NOWAIT`` per request), file locks (``flock``; ``fcntl`` with ``F_GETLK``/``F_SETLK``/
+  ``F_SETLKW`` and their ``F_OFD_*`` forms get ``ENOLCK``), and access events (``inotify``,
+  ``fcntl(F_NOTIFY)``). A program that locks its own files (``sqlite3`` on a file) gets an error;
+  no competitive-programming solution does.
 
 Everything else is allowed. Only x86-64 has a table here; elsewhere :func:`supported` says no and
 the sandbox runs without the filter (``isolation()`` then lacks ``+seccomp``).
@@ -30,6 +38,12 @@ import struct
 
 # seccomp_data: nr (u32) | arch (u32) | instruction_pointer (u64) | args[6] (u64 each)
 _OFF_NR, _OFF_ARCH, _OFF_ARG0_LOW = 0, 4, 16
+
+
+def _arg_low(i: int) -> int:
+    """Offset of the low 32 bits of argument ``i`` (x86-64 is little-endian)."""
+    return _OFF_ARG0_LOW + 8 * i
+
 
 _LD_W_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
 _JEQ_K = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
@@ -51,6 +65,29 @@ CLONE_NEW_MASK |= 0x40000000
 X86_64_CLONE = 56
 X86_64_CLONE3 = 435
 X86_64_SOCKETPAIR = 53
+X86_64_FCNTL = 72
+X86_64_MADVISE = 28
+X86_64_PREADV2 = 327
+
+FCNTL_DENIED: dict[str, int] = {
+    "F_GETLK": 5,
+    "F_SETLK": 6,
+    "F_SETLKW": 7,
+    "F_OFD_GETLK": 36,
+    "F_OFD_SETLK": 37,
+    "F_OFD_SETLKW": 38,
+    "F_NOTIFY": 1026,
+}
+"""``fcntl`` commands refused (``ENOLCK``): a lock, or the test for one, on a file that every run
+shares read-only carries bits between concurrent runs (and processes); ``F_NOTIFY`` reports
+other processes' accesses to a directory."""
+
+MADVISE_DENIED: dict[str, int] = {"MADV_COLD": 20, "MADV_PAGEOUT": 21}
+"""``madvise`` advice refused (``EPERM``): both can push a shared file's pages out of the cache."""
+
+RWF_NOWAIT = 0x8
+"""``preadv2`` flag refused (``EPERM``): a read that fails unless the data is cached, a probe of
+the page cache."""
 
 SOCKETPAIR_FAMILIES: dict[str, int] = {"AF_UNIX": 1}
 """``socketpair`` families a program may use (others: ``EAFNOSUPPORT``): an anonymous pair of
@@ -143,6 +180,20 @@ X86_64_DENIED: dict[str, int] = {
     "get_kernel_syms": 177,
     "query_module": 178,
     "nfsservctl": 180,
+    # The page cache of the files every run shares is the host's: a run could evict pages of
+    # them and a later or concurrent run probe which ones are cached (the judge ran hidden
+    # tests before visible ones, so that carried a hidden input into a prompt).
+    "fadvise64": 221,
+    "readahead": 187,
+    "mincore": 27,
+    "cachestat": 451,
+    "io_setup": 206,  # Linux AIO: its requests carry RWF_NOWAIT where seccomp cannot look
+    "io_submit": 209,
+    # Locks and access events on the shared files, seen by every other run.
+    "flock": 73,
+    "inotify_init": 253,
+    "inotify_init1": 294,
+    "inotify_add_watch": 254,
 }
 
 
@@ -173,9 +224,25 @@ def x86_64_filter() -> bytes:
     op(_JEQ_K, X86_64_CLONE3, jt="enosys")
     op(_JEQ_K, X86_64_CLONE, jt="clone")
     op(_JEQ_K, X86_64_SOCKETPAIR, jt="family")
+    op(_JEQ_K, X86_64_FCNTL, jt="fcntl")
+    op(_JEQ_K, X86_64_MADVISE, jt="madvise")
+    op(_JEQ_K, X86_64_PREADV2, jt="preadv2")
     op(_RET_K, _RET_ALLOW)
+    label("fcntl")
+    op(_LD_W_ABS, _arg_low(1))
+    for cmd in sorted(FCNTL_DENIED.values()):
+        op(_JEQ_K, cmd, jt="enolck")
+    op(_RET_K, _RET_ALLOW)
+    label("madvise")
+    op(_LD_W_ABS, _arg_low(2))
+    for advice in sorted(MADVISE_DENIED.values()):
+        op(_JEQ_K, advice, jt="eperm")
+    op(_RET_K, _RET_ALLOW)
+    label("preadv2")
+    op(_LD_W_ABS, _arg_low(5))
+    op(_JSET_K, RWF_NOWAIT, jt="eperm", jf="allow")
     label("clone")
-    op(_LD_W_ABS, _OFF_ARG0_LOW)
+    op(_LD_W_ABS, _arg_low(0))
     op(_JSET_K, CLONE_NEW_MASK, jt="eperm", jf="allow")
     label("family")
     op(_LD_W_ABS, _OFF_ARG0_LOW)
@@ -188,6 +255,8 @@ def x86_64_filter() -> bytes:
     op(_RET_K, _RET_ERRNO | errno.EPERM)
     label("enosys")
     op(_RET_K, _RET_ERRNO | errno.ENOSYS)
+    label("enolck")
+    op(_RET_K, _RET_ERRNO | errno.ENOLCK)
 
     out = []
     for (here, jt, jf), (code, k) in zip(jumps, prog, strict=True):

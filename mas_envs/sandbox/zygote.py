@@ -13,8 +13,8 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   when it has reaped it (``R``). Its memory holds no program, input or output, ever.
 * the run's **init** (pid 1 of its own pid namespace) tells the host it exists (``I``; the kernel
   adds its pid to the message), moves itself into the run's own ``pids`` + ``memory`` cgroup,
-  makes fresh mount and cgroup namespaces (the last rooted at that cgroup; network and ipc ones
-  too when no seccomp filter refuses sockets and IPC objects), forks the program's process and
+  makes fresh mount, cgroup and network namespaces (the cgroup one rooted at that cgroup; an ipc
+  one too when no seccomp filter refuses IPC objects), forks the program's process and
   reaps the run's orphans. It runs as little Python as it can (:func:`_init`): each page of the
   zygote's memory it writes is copied, and copied again by the program's process when that
   writes it too. It leaves the program's process, once it exits, a zombie: the host reads its
@@ -250,9 +250,13 @@ def _init(fds: list, spec: dict) -> dict:
         chan.send(b"I")  # the host reads our pid from the message's credentials
         for procs in fds[1:]:
             os.write(procs, b"0")  # into the run's own pids and memory cgroups
-        flags = CLONE_NEWNS | CLONE_NEWCGROUP  # the cgroup namespace is rooted at the slot
-        if spec["seccomp"] is None:  # with the filter no socket and no System V or POSIX IPC
-            flags |= CLONE_NEWNET | CLONE_NEWIPC  # object can be made: nothing to keep apart
+        # The cgroup namespace is rooted at the slot. A network namespace per run even under
+        # the filter: a socketpair can still be bound to an abstract Unix name, and abstract
+        # names (and /proc/net/unix) belong to the network namespace, so a shared one let a
+        # run park a message for the next run of its worker or talk to a concurrent one.
+        flags = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWNET
+        if spec["seccomp"] is None:  # with the filter no System V or POSIX IPC object can
+            flags |= CLONE_NEWIPC  # be made: nothing to keep apart
         _check(_libc.unshare(flags), "unshare")
         os.setsid()  # a cold run's program is in session and group 1 too
         os.closerange(3, chan.fileno())  # every descriptor but stdin/out/err and the channel

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import mas_envs
 from mas_envs.planpath import prompts
 from mas_envs.policies import copy_last_answer, memorised_success, memorised_team
@@ -40,3 +42,22 @@ def test_the_probe_finds_that_a_constant_program_solves_plan_path_code_v1():
 
 def test_a_constant_move_list_solves_few_plan_path_levels():
     assert memorised_success(_maker("mas/PlanPath-v1"), 50) <= 0.2
+
+
+def test_plan_path_code_v2_programs_get_no_input():
+    env = mas_envs.make("mas/PlanPathCode-v2", **SIZE)
+    env.reset(options={"task_id": env.task_ids("test")[0]})
+    env.step(prompts.oracle_program_v1())  # reads the grid from stdin: there is none in v2
+    assert not env.infos["tool"]["parsed"] and env.infos["tool"]["verdict"] == "runtime_error"
+    env.step("#### U")
+    env.step(env.oracle_action("tool"))  # the grid written into the program
+    assert env.infos["tool"]["proposal_reaches_goal"]
+
+
+@pytest.mark.parametrize("size", [5, 7])
+def test_memorised_text_solves_at_most_a_fifth_of_plan_path_code_v2(size):
+    # Issue 29, claim 1, on the 200 test levels a run reports (5x5: 38/200, 7x7: 30/200).
+    def make():
+        return mas_envs.make("mas/PlanPathCode-v2", rows=size, cols=size, max_turns=3)
+
+    assert memorised_success(make, 200) <= 0.2

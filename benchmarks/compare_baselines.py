@@ -577,7 +577,7 @@ def main() -> None:
         "--envs",
         nargs="+",
         default=["plan-path-tiny"],
-        help="presets to compare (e.g. plan-path-tiny sokoban-tiny)",
+        help="presets to compare (default: plan-path-tiny)",
     )
     parser.add_argument(
         "--rows", nargs="+", choices=list(ROWS), default=list(ROWS), help="rows to run"

@@ -44,7 +44,7 @@ fields (--section.field VALUE or --section.field=VALUE):{fields}
 examples:
   mas-train
   mas-train plan-path-tiny --rollout.k 8 --algo.policy_map per_role
-  mas-train sokoban-tiny --env.options '{{"size": 5}}' --run.name my-run
+  mas-train plan-path-tiny --env.options '{{"rows": 6, "cols": 6}}' --run.name my-run
   mas-train --run.resume runs/my-run
 """
 

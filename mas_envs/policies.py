@@ -94,11 +94,15 @@ def memorised_team(make_env: Callable[[], TextEnv], task_id: object) -> dict[str
     copies the last ``####`` line of its prompt (:func:`copy_last_answer`).
 
     A team task is learnt only if this team fails it: if it succeeds, a policy that memorised one
-    string per role and learnt to copy solves the task without reading it.
+    string per role and learnt to copy solves the task without reading it. An env with one role
+    (a single agent, or Plan-Path's tool alone) has no one to copy: its role answers the constant.
     """
     env = make_env()
     env.reset(options={"task_id": task_id})
-    *firsts, last = env.possible_agents
+    *firsts, copier = env.possible_agents
+    last: str | None = copier
+    if not firsts:
+        firsts, last = [copier], None
     texts: dict[str, str] = {}
     for agent in env.agent_iter():
         if env.terminations[agent] or env.truncations[agent] or len(texts) == len(firsts):
@@ -111,7 +115,7 @@ def memorised_team(make_env: Callable[[], TextEnv], task_id: object) -> dict[str
     if missing:
         raise ValueError(f"task {task_id!r} ended before {missing} answered; pick a longer task")
     team: dict[str, Policy] = {a: _constant(t) for a, t in texts.items()}
-    return {**team, last: copy_last_answer}
+    return team if last is None else {**team, last: copy_last_answer}
 
 
 def _constant(text: str) -> Policy:

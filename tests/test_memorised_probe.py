@@ -61,3 +61,13 @@ def test_memorised_text_solves_at_most_a_fifth_of_plan_path_code_v2(size):
         return mas_envs.make("mas/PlanPathCode-v2", rows=size, cols=size, max_turns=3)
 
     assert memorised_success(make, 200) <= 0.2
+
+
+def test_the_tool_alone_answers_the_constant_program():
+    def make(version):
+        return lambda: mas_envs.make(f"mas/PlanPathCode-v{version}", mode="tool", **SIZE)
+
+    team = memorised_team(make(1), make(1)().task_ids("train")[0])
+    assert list(team) == ["tool"]
+    assert memorised_success(make(1), 20) == 1.0  # v1: one program solves every level alone
+    assert memorised_success(make(2), 200) <= 0.2  # v2: 38 of 200

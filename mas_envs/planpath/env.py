@@ -186,6 +186,11 @@ class PlanPathEnv(TeamGameEnv):
                 f"version must be one of {list(VERSIONS)} (mas/PlanPath-v0 and -v1, "
                 f"mas/PlanPathCode-v0, -v1 and -v2), got {version!r}"
             )
+        if version >= 2 and kwargs.get("tool_mode") != "code":
+            raise ValueError(
+                "version 2 changes only the tool's program (mas/PlanPathCode-v2): pass "
+                "tool_mode='code', or use version 1 (mas/PlanPath-v1)"
+            )
         for name, value in (("rows", rows), ("cols", cols)):
             if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 32:
                 raise ValueError(f"{name} must be an int in [2, 32], got {value!r}")

@@ -124,7 +124,8 @@ def _print_summary(summary: dict) -> None:
 
     print(f"\nrun folder: {summary['run_dir']}")
     print(
-        f"held-out success ({summary.get('eval_episodes', '?')} test tasks, greedy): "
+        f"held-out success ({summary.get('eval_episodes', '?')} "
+        f"{summary.get('eval_split', 'test')} tasks, greedy): "
         f"{pct('success_init')} before training, {pct('success_warmstart')} after warm start "
         f"(SFT), {pct('success_final')} after AT-GRPO"
     )

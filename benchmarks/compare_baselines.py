@@ -7,6 +7,9 @@ row key             row
 ==================  ====================================================================
 ``single``          single agent: one role does the whole task (``env.mode=single``), no RL
 ``single-grpo``     single agent + GRPO: the same, then RL (tree groups, one role)
+``tool``            tool alone: the tool role with its code tool, its printed moves made
+                    (``env.mode=tool``; code envs), after its warm start, no RL
+``tool-grpo``       tool alone + GRPO (the paper's SA-code ablation, its Table 3)
 ``mas``             MAS prompting: the two-role team after its warm start, no RL
 ``mas-shared``      MAS + AT-GRPO, one policy shared by the roles (its own warm start)
 ``mas-per-role``    MAS + AT-GRPO, one policy per role (what ``mas-train`` runs)
@@ -31,7 +34,7 @@ row is evaluated on the same held-out tasks (the first ``eval.episodes`` of the 
 policy get the same optimisation effort, not the same number of steps per policy: their warm start
 runs as many steps as the team's R policies together (R times ``optim.warmstart_steps``, or the
 sum of the roles' steps where ``optim.warmstart_steps_factor_by_policy`` scales some: as many
-supervised samples and optimizer steps), and the single agent plays R times
+supervised samples and optimizer steps), and the single agent (and the tool alone) plays R times
 ``rollout.tasks_per_step`` tasks per RL step (as many trained samples, so as many optimizer steps,
 and about as many generated tokens per step as the team, whose every task gives a sample per
 role). RL steps, K, mini-batch, learning rate and token limits are the preset's for every row.
@@ -80,6 +83,7 @@ class Row(NamedTuple):
 WARM_STARTS: dict[str, tuple[str, str]] = {
     # warm-start kind: (env mode, policy map)
     "single": ("single", "shared"),
+    "tool": ("tool", "shared"),
     "mas": ("mas", "per_role"),
     "mas-shared": ("mas", "shared"),
 }
@@ -87,6 +91,8 @@ WARM_STARTS: dict[str, tuple[str, str]] = {
 ROWS: dict[str, Row] = {
     "single": Row("single agent", "single", None),
     "single-grpo": Row("single agent + GRPO", "single", "shared"),
+    "tool": Row("tool alone (code)", "tool", None),
+    "tool-grpo": Row("tool alone (code) + GRPO", "tool", "shared"),
     "mas": Row("MAS prompting", "mas", None),
     "mas-shared": Row("MAS + AT-GRPO (shared policy)", "mas-shared", "shared"),
     "mas-per-role": Row("MAS + AT-GRPO (per-role policies)", "mas", "per_role"),
@@ -111,6 +117,11 @@ GAINS: dict[str, tuple[str, str, str]] = {
         "team over single agent: MAS + AT-GRPO (per-role) over single agent + GRPO",
         "mas-per-role",
         "single-grpo",
+    ),
+    "team-tool": (
+        "team over the tool alone: MAS + AT-GRPO (per-role) over tool alone + GRPO",
+        "mas-per-role",
+        "tool-grpo",
     ),
     "tree": ("tree groups over parallel sampling", "mas-per-role", "mas-parallel"),
     "tree-prompt": (
@@ -182,7 +193,7 @@ def _kind_overrides(preset: str, kind: str, common: list[str]) -> list[str]:
     if policy_map != "per_role" and len(roles) > 1:  # one policy does the work of the team's
         steps = sum(base.optim.warmstart_steps_of(role) for role in roles)
         out += ["--optim.warmstart_steps", str(steps)]
-    if mode == "single" and len(roles) > 1:  # one sample per task instead of one per role
+    if mode != "mas" and len(roles) > 1:  # one sample per task instead of one per role
         out += ["--rollout.tasks_per_step", str(base.rollout.tasks_per_step * len(roles))]
     return out
 
@@ -566,7 +577,7 @@ def main() -> None:
         "--envs",
         nargs="+",
         default=["plan-path-tiny"],
-        help="presets to compare (e.g. plan-path-tiny sokoban-tiny)",
+        help="presets to compare (default: plan-path-tiny)",
     )
     parser.add_argument(
         "--rows", nargs="+", choices=list(ROWS), default=list(ROWS), help="rows to run"

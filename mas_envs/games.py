@@ -3,7 +3,9 @@
 :class:`TeamGameEnv` holds what the three games share, so each game's env keeps only its rules:
 
 * the roles: ``mode="mas"``, ``tool`` then ``planner`` each turn (the tool's answer is only scored
-  on a copy of the state, the planner's is played); ``mode="single"``, one ``planner``;
+  on a copy of the state, the planner's is played); ``mode="single"``, one ``planner``; a game may
+  add ``mode="tool"``, the tool agent alone with its code tool (Plan-Path: the paper's SA-code
+  ablation);
 * the level ids per split (:data:`mas_envs.registry.GAME_SPLITS`);
 * ``tool_mode``: ``"plan"`` (the tool answers like the planner) or ``"code"`` (the tool answers
   with a program that prints its answer, run in the sandbox on the state as text, the game's
@@ -65,17 +67,24 @@ class TeamGameEnv(TextEnv):
         super().__init__(**kwargs)
         self.tool_mode = tool_mode
         self.tool_timeout_s = float(tool_timeout_s)
-        # Only the team has a tool agent; mode="single" is the same game in either tool_mode.
-        self._runner = runner if self.mode == "mas" else None
+        # Only the team (and a game's tool alone, mode="tool") has a tool agent; mode="single" is
+        # the same game in either tool_mode.
+        if self.mode == "tool" and runner is None:
+            raise ValueError(
+                "mode='tool' is the tool agent alone with its code tool: use tool_mode='code' "
+                "(a *Code id, e.g. mas/PlanPathCode-v1)"
+            )
+        self._runner = runner if self.mode != "single" else None
         self._mas = self.mode == "mas"
-        texts = "code" if self._runner is not None else self.mode
+        texts = self.mode if self._runner is None else "code" if self._mas else "code-alone"
         self._systems = {a: self._system_text(texts, a) for a in self.possible_agents}
 
     # ------------------------------------------------------------------ hooks for a game
 
     def _system_text(self, texts: str, agent: str) -> str:
         """The system text of ``agent``; ``texts`` is the mode, or ``"code"`` for the team with
-        ``tool_mode="code"`` (called once per agent, at construction)."""
+        ``tool_mode="code"``, ``"code-alone"`` for the tool alone (``mode="tool"``, where a game
+        offers it); called once per agent, at construction."""
         raise NotImplementedError
 
     def _tool_stdin(self) -> str:

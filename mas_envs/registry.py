@@ -123,6 +123,13 @@ ENVS: dict[str, EnvEntry] = {
             {"tool_mode": "code", "version": 1},
         ),
         EnvEntry(
+            "mas/PlanPathCode-v2",
+            "mas_envs.planpath.env:PlanPathEnv",
+            "Plan-Path code v2: as v1, but the tool's program gets no input, so it must hold the "
+            "grid (one text cannot solve every level).",
+            {"tool_mode": "code", "version": 2},
+        ),
+        EnvEntry(
             "mas/SudokuCode-v0",
             "mas_envs.sudoku.env:SudokuEnv",
             "Sudoku (4x4): the tool agent writes a program that prints its grid (sandbox).",

@@ -51,7 +51,7 @@ fields (--section.field VALUE or --section.field=VALUE):{fields}
 examples:
   mas-train
   mas-train plan-path-tiny --rollout.k 8 --algo.policy_map per_role
-  mas-train sokoban-tiny --env.options '{{"size": 5}}' --run.name my-run
+  mas-train plan-path-tiny --env.options '{{"rows": 6, "cols": 6}}' --run.name my-run
   mas-train --run.resume runs/my-run
   mas-train plan-path-qwen3-1.7b --plan
 """
@@ -177,7 +177,8 @@ def _print_summary(summary: dict) -> None:
 
     print(f"\nrun folder: {summary['run_dir']}")
     print(
-        f"held-out success ({summary.get('eval_episodes', '?')} test tasks, greedy): "
+        f"held-out success ({summary.get('eval_episodes', '?')} "
+        f"{summary.get('eval_split', 'test')} tasks, greedy): "
         f"{pct('success_init')} before training, {pct('success_warmstart')} after warm start "
         f"(SFT), {pct('success_final')} after AT-GRPO"
     )

@@ -140,7 +140,9 @@ class EnvConfig:
     id: str = "mas/PlanPath-v0"
     """Registered env id (``mas_envs.list_envs()`` lists them)."""
     mode: str = "mas"
-    """``mas`` (the multi-agent team) or ``single`` (one role does the whole task: the baseline)."""
+    """``mas`` (the multi-agent team), ``single`` (one role does the whole task: the baseline) or
+    ``tool`` (the tool agent alone with its code tool, its printed moves made: the paper's SA-code
+    ablation; Plan-Path code ids)."""
     alpha: float = 1.0
     """Team-reward weight: each agent's reward is ``alpha * team + local``."""
     max_turns: int = 3
@@ -149,7 +151,7 @@ class EnvConfig:
     """Extra constructor arguments of the env (difficulty), as JSON, e.g. ``'{"size": 5}'``."""
 
     def __post_init__(self) -> None:
-        _choice("env", "mode", self.mode, ("mas", "single"))
+        _choice("env", "mode", self.mode, ("mas", "single", "tool"))
         _check(math.isfinite(self.alpha), f"env.alpha must be finite, got {self.alpha}")
         _check(self.max_turns >= 1, f"env.max_turns must be >= 1, got {self.max_turns}")
 

@@ -2,7 +2,9 @@
 
 Two families:
 
-* **tiny CPU presets** (``*-tiny``): a model built in code that learns on a laptop CPU in minutes;
+* **the tiny CPU preset** (``plan-path-tiny``): a model built in code that trains on a laptop CPU
+  in minutes (Plan-Path only: the Sokoban and Sudoku tiny presets learnt nothing, 0% -> 4% -> 1%
+  and 0% -> 0% -> 0%, and were removed; docs/trainer.md);
 * **paper presets** (``<task>-qwen3-<size>[-<variant>]``): one per cell of the paper's Tables 1-2,
   generated from :data:`PAPER_ROWS` (task x model size: env id, tasks per step, response tokens,
   steps) x :data:`PAPER_VARIANTS` (the table's rows: AT-GRPO per-role, shared, and the baselines),
@@ -35,38 +37,6 @@ __all__ = [
 
 Table = dict[str, Any]
 Preset = dict[str, Table]
-
-
-def _tiny_preset(env: Table, max_new_tokens: int, temperature: float = 1.0) -> Preset:
-    """An older CPU preset (Sokoban, Sudoku): tiny byte-level model, one shared policy, warm
-    start on oracle transcripts, then AT-GRPO."""
-    return dict(
-        model={"name": "tiny:tiny", "dtype": "float32"},
-        env={"max_turns": 3, **env},
-        rollout={
-            "k": 4,
-            "tasks_per_step": 16,
-            "max_new_tokens": max_new_tokens,
-            "system_message": False,
-            "temperature": temperature,
-        },
-        algo={"drop_zero_var": True},
-        optim={
-            "steps": 20,
-            "lr": 1e-4,
-            "mini_batch_size": 32,
-            "warmstart_steps": 400,
-            "warmstart_lr": 5e-3,
-            # Cosine decay to 5%: at a constant rate the SFT loss stalls at the minibatch noise.
-            "warmstart_min_lr_ratio": 0.05,
-            "warmstart_batch_size": 32,
-            "warmstart_episodes": 512,
-        },
-        # One thread: on a shared 2-core machine two threads fight other processes and can run
-        # 10x slower; one thread loses at most 2x on an idle machine.
-        run={"save_every": 0, "threads": 1},
-        eval={"episodes": 100},
-    )
 
 
 # ----------------------------------------------------------------------------- paper presets (GPU)
@@ -337,10 +307,6 @@ PRESETS: dict[str, Preset] = {
         # Held-out success every 20 RL steps as well: the run's own plot shows RL's curve.
         eval={"episodes": 200, "every": 20},
     ),
-    "sokoban-tiny": _tiny_preset(
-        {"id": "mas/Sokoban-v0", "options": {"width": 5, "height": 5}}, 24
-    ),
-    "sudoku-tiny": _tiny_preset({"id": "mas/Sudoku-v0", "options": {"size": 4}}, 48),
     **paper_presets(),
 }
 """Named presets, as ``{section: {field: value}}`` over the defaults of

@@ -405,6 +405,7 @@ def _train(
         summary["success_best"] = m["eval_best/success"]
     summary["run_dir"] = str(path)
     summary["eval_episodes"] = len(eval_tasks)
+    summary["eval_split"] = cfg.eval.split
     measured = baselines.lookup(cfg)  # the single agent's figures, when this config was measured
     if measured is not None:
         summary["baselines"] = {

@@ -25,9 +25,9 @@ def test_help_lists_every_field_and_preset(capsys):
 
 
 def test_print_config_shows_the_resolved_values(capsys):
-    assert train_main(["sokoban-tiny", "--rollout.k", "6", "--print-config"]) == 0
+    assert train_main(["sokoban-qwen3-8b", "--rollout.k", "6", "--print-config"]) == 0
     cfg = json.loads(capsys.readouterr().out)
-    assert cfg["env"]["id"] == "mas/Sokoban-v0" and cfg["rollout"]["k"] == 6
+    assert cfg["env"]["id"] == "mas/SokobanCode-v0" and cfg["rollout"]["k"] == 6
 
 
 @pytest.mark.parametrize(

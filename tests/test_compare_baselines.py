@@ -12,7 +12,7 @@ from benchmark_scripts import load
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.slow  # nine short trainer runs (~2 min on one CPU thread)
+pytestmark = pytest.mark.slow  # eleven short trainer runs (~3 min on one CPU thread)
 
 BUDGET = [
     "--warmstart-steps", "3", "--steps", "2", "--episodes", "3",
@@ -46,7 +46,7 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
     rows = {k: json.loads((root / "rows" / f"{k}.json").read_text()) for k in module.ROWS}
     # One warm start per kind; every row of a kind reports that warm start's success.
     kinds = sorted(p.name for p in root.glob("*-warmstart"))
-    assert kinds == ["mas-shared-warmstart", "mas-warmstart", "single-warmstart"]
+    assert kinds == ["mas-shared-warmstart", "mas-warmstart", "single-warmstart", "tool-warmstart"]
     for key, row in rows.items():
         assert row["config"]["eval_episodes"] == 3 and row["config"]["seed"] == 0
         if key == "mas-swapped":
@@ -62,6 +62,12 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
     assert rows["mas-shared"]["config"]["warmstart_steps"] == 9
     assert "warmstart_steps_by_policy" not in rows["single"]["config"]
     assert rows["single-grpo"]["config"]["tasks_per_step"] == 4
+    # The tool alone (the paper's SA-code ablation) gets the single agent's budget, with the code
+    # tool: its one role writes programs whose printed moves are made.
+    assert rows["tool"]["config"]["warmstart_steps"] == 9
+    assert rows["tool-grpo"]["config"]["tasks_per_step"] == 4
+    assert rows["tool-grpo"]["config"]["env"]["mode"] == "tool"
+    assert rows["tool-grpo"]["config"]["env"]["id"] == "mas/PlanPathCode-v1"
     assert rows["mas-per-role"]["config"]["tasks_per_step"] == 2
     assert rows["mas-parallel"]["config"]["rollout_mode"] == "parallel"
     assert rows["mas-parallel-prompt"]["config"]["rollout_mode"] == "parallel-prompt"

@@ -38,8 +38,6 @@ def test_default_is_the_cpu_plan_path_preset():
 def test_required_presets_exist():
     for name in (
         "plan-path-tiny",
-        "sokoban-tiny",
-        "sudoku-tiny",
         "plan-path-qwen3-1.7b",
         "plan-path-qwen3-8b",
         "sokoban-qwen3-8b",
@@ -96,9 +94,9 @@ def test_unknown_preset_suggests_the_closest():
 
 def test_config_files_json_and_toml(tmp_path):
     j = tmp_path / "c.json"
-    j.write_text(json.dumps({"preset": "sokoban-tiny", "rollout": {"k": 6}}))
+    j.write_text(json.dumps({"preset": "sokoban-qwen3-8b", "rollout": {"k": 6}}))
     cfg = build_config(config_file=str(j), overrides=["--rollout.k", "5"])
-    assert cfg.env.id == "mas/Sokoban-v0" and cfg.rollout.k == 5  # the command line wins
+    assert cfg.env.id == "mas/SokobanCode-v0" and cfg.rollout.k == 5  # the command line wins
     t = tmp_path / "c.toml"
     t.write_text("[optim]\nlr = 0.001\n[env]\noptions = { rows = 4, cols = 4 }\n")
     cfg = build_config(config_file=str(t))
@@ -112,7 +110,7 @@ def test_config_files_json_and_toml(tmp_path):
 
 
 def test_config_round_trips_through_its_json():
-    cfg = build_config("sudoku-tiny", overrides=["--algo.kl_coef", "0.1"])
+    cfg = build_config("sudoku-qwen3-1.7b", overrides=["--algo.kl_coef", "0.1"])
     again = config_from_dict(json.loads(json.dumps(config_to_dict(cfg))))
     assert again == cfg
 

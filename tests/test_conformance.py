@@ -89,6 +89,7 @@ FAMILY_OPTIONS = {
     "mas/PlanPathCode-v0": ({"wall_prob": 0.1}, lambda e: e.wall_prob == 0.1),
     "mas/PlanPath-v1": ({"rows": 4, "cols": 5}, lambda e: (e.rows, e.cols) == (4, 5)),
     "mas/PlanPathCode-v1": ({"wall_prob": 0.1}, lambda e: e.wall_prob == 0.1),
+    "mas/PlanPathCode-v2": ({"rows": 6, "cols": 6}, lambda e: (e.rows, e.cols) == (6, 6)),
     "mas/Sudoku-v0": ({"size": 9}, lambda e: e.size == 9),
     "mas/SudokuCode-v0": ({"clues": 8}, lambda e: e.clues == 8),
     "mas/Math-v0": ({"topics": ["arith"]}, lambda e: e.task_ids()[7].startswith("arith/")),

@@ -18,7 +18,9 @@ from mas_envs.policies import oracle_policy, play_episode, random_policy
 from mas_envs.test import observable_state
 
 IDS = mas_envs.list_envs()
-MODES = [(env_id, mode) for env_id in IDS for mode in ("mas", "single")]
+MODES = [(env_id, mode) for env_id in IDS for mode in ("mas", "single")] + [
+    (env_id, "tool") for env_id in IDS if env_id.startswith("mas/PlanPathCode-")
+]  # Plan-Path's tool alone (code ids only)
 
 
 def _act(env, kind: str, rng: np.random.Generator, text: str) -> None:

@@ -185,8 +185,12 @@ def test_default_token_limit_comes_from_the_run_then_the_presets():
         48,
         "preset plan-path-tiny",
     )
-    assert default_max_new_tokens("tiny:tiny", ["mas/Sokoban-v0"]) == (24, "preset sokoban-tiny")
-    assert default_max_new_tokens("tiny:tiny", ["mas/Sudoku-v0", "mas/PlanPath-v0"])[0] == 48
+    # No tiny preset trains Sokoban: the tiny models' fallback (the chat models' presets do not
+    # count for a tiny model).
+    assert default_max_new_tokens("tiny:tiny", ["mas/Sokoban-v0"]) == (
+        64,
+        "the default for tiny models",
+    )
     value, source = default_max_new_tokens("Qwen/Qwen3-8B", ["mas/SokobanCode-v0"])
     assert value == 2048 and source.startswith("preset sokoban-qwen3-")
     assert default_max_new_tokens("tiny:tiny", ["mas/Code-v0"])[0] == 64

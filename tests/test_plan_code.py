@@ -30,8 +30,15 @@ CODE_IDS = [
     "mas/SokobanCode-v0",
     "mas/PlanPathCode-v0",
     "mas/PlanPathCode-v1",
+    "mas/PlanPathCode-v2",
     "mas/SudokuCode-v0",
 ]
+
+
+def plan_id(code_id: str) -> str:
+    """The plan-mode id whose texts a code id shares outside the tool's program (PlanPathCode-v2
+    is v1 but for the program's input: there is no PlanPath-v2)."""
+    return code_id.replace("Code", "").replace("PlanPath-v2", "PlanPath-v1")
 
 
 def fenced(code: str) -> str:
@@ -259,10 +266,9 @@ def test_sudoku_oracle_solver_program_prints_the_solution(size, levels):
 
 @pytest.mark.parametrize("env_id", CODE_IDS)
 def test_oracle_program_in_the_sandbox_earns_the_oracle_plan_reward(env_id):
-    plan_id = env_id.replace("Code", "")
     for seed in (0, 1):
         code_env = mas_envs.make(env_id, split="test")
-        plan_env = mas_envs.make(plan_id, split="test")
+        plan_env = mas_envs.make(plan_id(env_id), split="test")
         code_env.reset(seed=seed)
         plan_env.reset(seed=seed)
         code_env.step(code_env.oracle_action())
@@ -316,7 +322,7 @@ def test_failures_get_a_penalty_a_reason_and_change_nothing(env_id, fake):
         assert info["verdict"] == (result.verdict.value if result else "")
         assert env.render() == before, "the tool's program never changes the real state"
         after = env.observe("planner")["prompt"]
-        if result is not None and not env_id.endswith("-v1"):  # v1 shows the output, not the code
+        if result is not None and "-v0" in env_id:  # v1, v2 show the output, not the code
             assert "```python\n" + extract_code(text, bare=False) in after
         space = env.observation_space("planner")
         assert space.contains(env.observe("planner"))
@@ -421,7 +427,7 @@ def test_only_the_code_team_runs_programs(env_id, plan, mode, fake):
     # The rollout hands every env its K texts; a plan-mode env or a single planner (no tool
     # agent) must treat a program as plain text, in prefetch and in step alike.
     box = fake(ok("#### U\n"))
-    env = mas_envs.make(env_id.replace("Code", "") if plan else env_id, mode=mode)
+    env = mas_envs.make(plan_id(env_id) if plan else env_id, mode=mode)
     env.reset(seed=0)
     program = fenced('print("#### U")')
     env.prefetch([program, program + " "])
@@ -446,9 +452,8 @@ def test_random_text_never_reaches_the_sandbox(env_id, fake):
 
 @pytest.mark.parametrize("env_id", CODE_IDS)
 def test_single_mode_and_plan_mode_texts_are_unchanged(env_id):
-    plan_id = env_id.replace("Code", "")
     code_env = mas_envs.make(env_id, mode="single")
-    plan_env = mas_envs.make(plan_id, mode="single")
+    plan_env = mas_envs.make(plan_id(env_id), mode="single")
     for env in (code_env, plan_env):
         env.reset(seed=4)
     for first in (True, False):  # a format error, then the oracle's answer
@@ -460,7 +465,7 @@ def test_single_mode_and_plan_mode_texts_are_unchanged(env_id):
         assert code_env.infos == plan_env.infos
     assert code_env.success and plan_env.success
     # The plan-mode team keeps its v0 texts: the tool is asked for a plan, not a program.
-    team = mas_envs.make(plan_id)
+    team = mas_envs.make(plan_id(env_id))
     team.reset(seed=4)
     assert "```python" not in team.observe("tool")["prompt"]
     assert not team.oracle_action().startswith("```")
@@ -549,6 +554,57 @@ def test_program_transcript_is_unchanged(env_id):
         f"prompts of {env_id}'s program path changed: bump the env version, note it in the "
         f"card's version history, and regenerate with `python tests/test_plan_code.py {env_id}`"
     )
+
+
+# ---------------------------------------------------------------------------- the tool alone
+
+
+@pytest.mark.parametrize(
+    "env_id", ["mas/PlanPathCode-v0", "mas/PlanPathCode-v1", "mas/PlanPathCode-v2"]
+)
+def test_tool_alone_makes_the_moves_its_program_prints(env_id, fake):
+    env = mas_envs.make(env_id, rows=5, cols=5, mode="tool")
+    assert env.possible_agents == ["tool"]
+    env.reset(options={"task_id": env.task_ids("test")[0]})
+    assert "the moves it prints are made" in env.observe("tool")["system"]
+    start = env.position
+    path = grid.shortest_path(env.level, env.level.start)
+    fake(ok(f"#### {path[0]}\n"))
+    env.step(fenced("print('first move')"))
+    assert env.moves == (path[0],) and env.position != start  # made, not simulated
+    assert env.agent_selection == "tool" and env.turn == 1
+    assert "Moves made so far: " + path[0] in env.observe("tool")["prompt"]
+    assert not env.infos["tool"]["success"]
+    fake(ok("#### " + ", ".join(path[1:]) + "\n"))
+    env.step(fenced("print('the rest')"))
+    info = env.infos["tool"]
+    assert info["success"] and env.terminations["tool"]
+    assert info["team_reward"] == 1.0 and info["proposal_reaches_goal"]
+
+
+def test_tool_alone_failed_program_is_penalised_and_moves_nothing(fake):
+    env = mas_envs.make("mas/PlanPathCode-v1", rows=5, cols=5, mode="tool")
+    env.reset(seed=3)
+    fake(ExecResult(Verdict.runtime_error, 1, "", "NameError: x", 0.1))
+    env.step(fenced("x"))
+    info = env.infos["tool"]
+    assert (info["local_reward"], info["parsed"]) == (env.format_penalty, False)
+    assert env.moves == () and env.turn == 1
+
+
+def test_tool_alone_oracle_program_solves_every_level():
+    env = mas_envs.make("mas/PlanPathCode-v1", rows=5, cols=5, mode="tool")
+    for task_id in env.task_ids("test")[:10]:
+        env.reset(options={"task_id": task_id})
+        env.step(env.oracle_action())
+        assert env.success and env.moves == tuple(grid.shortest_path(env.level, env.level.start))
+
+
+def test_tool_alone_needs_the_code_tool():
+    with pytest.raises(ValueError, match="tool_mode='code'"):
+        mas_envs.make("mas/PlanPath-v1", mode="tool")
+    with pytest.raises(ValueError, match="unknown mode 'tool'"):
+        mas_envs.make("mas/SokobanCode-v0", mode="tool")
 
 
 if __name__ == "__main__":

@@ -78,9 +78,11 @@ def test_planner_rewards_and_single_mode_are_the_same_in_v0_and_v1():
 
 
 def test_bad_version_is_a_clear_error():
-    with pytest.raises(ValueError, match=r"version must be one of \[0, 1\]"):
-        PlanPathEnv(version=2)
-    assert VERSIONS == (0, 1)
+    with pytest.raises(ValueError, match=r"version must be one of \[0, 1, 2\]"):
+        PlanPathEnv(version=3)
+    with pytest.raises(ValueError, match="tool_mode='code'"):
+        PlanPathEnv(version=2)  # v2 is the code variant only (mas/PlanPathCode-v2)
+    assert VERSIONS == (0, 1, 2)
 
 
 # ---------------------------------------------------------------------------- the oracle program

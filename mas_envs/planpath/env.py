@@ -1,4 +1,4 @@
-"""Plan-Path (``mas/PlanPath-v0``, ``-v1``): move an agent through a walled grid to the goal.
+"""Plan-Path (``mas/PlanPath-v0``, ``-v1``; ``mas/PlanPathCode-v0`` .. ``-v2``): a grid path game.
 
 Env card
 ========
@@ -13,6 +13,8 @@ always reachable from the start (BFS); the shortest path length is known to the 
   copy of the state. Then ``planner`` sees the tool agent's proposal and gives the moves that are
   actually made.
 * ``mode="single"``: one ``planner`` does the whole task (the single-agent baseline).
+* ``mode="tool"`` (code ids only): the ``tool`` alone, its program's moves are made (see Tool
+  alone below).
 
 **Observation.** ``{"system": str, "prompt": str}``. The prompt always shows the grid with the
 agent marked (``A``), the agent's current row/column, the goal's, every move made so far (blocked
@@ -88,12 +90,28 @@ planner sees the program, its output and the parsed moves in place of the propos
 ``prefetch(texts)`` runs K candidates in one pooled call. ``mode="single"`` is the same in both
 tool modes.
 
+**Tool alone** (``mode="tool"``, code ids only: ``mas/PlanPathCode-v0``, ``-v1``): the paper's
+SA-code ablation (its Table 3). One role, ``tool``, writes a program each turn as in the team
+(the same prompt and stdin; its system text says the moves it prints are made); the moves the
+program prints are made on the real env, scored like the planner's (local reward per move, team
+reward 1.0 when the goal is reached). A failed program or one without moves: -1.0, no move.
+Added 2026-12-06 as a new mode; the team and single-agent modes are unchanged.
+
 **Plan code v1** (``mas/PlanPathCode-v1``): short prompts for small models. The tool's prompt is
 the state and one line of instructions (:data:`~mas_envs.planpath.prompts.CODE_ASK_V1`; no sandbox
 details, no previous program); the oracle program reads the grid from its stdin and is the same
 text on every level (~270 characters; v0's embeds the grid: ~900 characters on 4x4); the
 planner's prompt is the state, the answer format, and what the program printed as its last line
 (:func:`~mas_envs.planpath.prompts.planner_report_v1`; the code itself is not shown).
+
+**Plan code v2** (``mas/PlanPathCode-v2``): v1, except that the tool's program runs with no
+input (an empty stdin), so it must hold the level: its prompt ends with
+:data:`~mas_envs.planpath.prompts.CODE_ASK_V2` and the oracle program writes the grid into v1's
+search (:func:`~mas_envs.planpath.prompts.oracle_program_v2`; the paper's design, where the tool
+writes the grid into its code). In v1 one text, the stdin-reading search, solves every level, and
+a planner that copies what it printed solves them all (issue 29; ``benchmarks/memorised_probe.py``
+measures it: 200/200 test levels on 5x5); in v2 that team solves only the levels where the
+training level's path happens to work. The planner's texts and every reward are v1's.
 
 **Version history.** v0: first version. ``mas/PlanPathCode-v0``: first version of the plan-code
 variant; within v0 (2026-12-01) a tool program's MemoryError is a runtime_error, not memory_limit
@@ -104,6 +122,8 @@ prompts, rules, rewards, the test split and the golden transcripts are unchanged
 v1 (``version=1``; ``mas/PlanPath-v1``, ``mas/PlanPathCode-v1``): the tool's reward has
 its team term (see Rewards); the planner's oracle answer keeps the tool's proposal when it is a
 shortest path; the plan-code texts above. Plan-mode and single-agent texts are v0's.
+v2 (``version=2``; ``mas/PlanPathCode-v2`` only): the tool's program gets no input and must hold
+the grid (Plan code v2 above); ``mode="tool"`` (the tool alone) has its own system text there.
 """
 
 from __future__ import annotations
@@ -125,8 +145,8 @@ _ONE_MOVE = {text: move for text, move in zip(_NUMERIC_TEXT, grid.MOVES, strict=
 _SHOWN = {move: (move, move + "*") for move in grid.MOVES}
 """A move as the history line shows it: made, blocked."""
 _CELL_PX = 16
-VERSIONS = (0, 1)
-"""Env versions (the card's version history): 0 and 1."""
+VERSIONS = (0, 1, 2)
+"""Env versions (the card's version history): 0, 1 and 2 (2: the code ids only)."""
 
 
 class PlanPathEnv(TeamGameEnv):
@@ -149,6 +169,8 @@ class PlanPathEnv(TeamGameEnv):
         "name": "planpath_v0",
         "render_fps": 4,
     }
+    roles: ClassVar[dict[str, tuple[str, ...]]] = {**TeamGameEnv.roles, "tool": ("tool",)}
+    """``mode="tool"``: the tool agent alone (code ids only; the card's Plan code section)."""
 
     def __init__(
         self,
@@ -162,7 +184,12 @@ class PlanPathEnv(TeamGameEnv):
         if version not in VERSIONS:
             raise ValueError(
                 f"version must be one of {list(VERSIONS)} (mas/PlanPath-v0 and -v1, "
-                f"mas/PlanPathCode-v0 and -v1), got {version!r}"
+                f"mas/PlanPathCode-v0, -v1 and -v2), got {version!r}"
+            )
+        if version >= 2 and kwargs.get("tool_mode") != "code":
+            raise ValueError(
+                "version 2 changes only the tool's program (mas/PlanPathCode-v2): pass "
+                "tool_mode='code', or use version 1 (mas/PlanPath-v1)"
             )
         for name, value in (("rows", rows), ("cols", cols)):
             if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 32:
@@ -252,6 +279,17 @@ class PlanPathEnv(TeamGameEnv):
             self._proposal = moves
             team = 1.0 if reached and self.version >= 1 else 0.0
             return (reward, team, False, False, True, "", {"proposal_reaches_goal": reached})
+        return self._play(cell, reward, made, blocked, reached)
+
+    def _play(
+        self,
+        cell: int,
+        reward: float,
+        made: tuple[str, ...],
+        blocked: tuple[int, ...],
+        reached: bool,
+    ) -> OutcomeFields:
+        """Make the moves that :func:`grid.run_moves` scored (``made``, ending on ``cell``)."""
         if made:
             self._history = prompts.extend_history(self._history, self._moves, made, blocked)
         if blocked:
@@ -303,15 +341,25 @@ class PlanPathEnv(TeamGameEnv):
             reason = f"the program's output has no move list: {parsed.reason}"
             self._program = program._replace(reason=reason)
             return Outcome(self.format_penalty, parsed=False, reason=reason, info=info)
-        _, reward, _, _, reached = grid.run_moves(
+        cell, reward, made, blocked, reached = grid.run_moves(
             self._level, self._cell, parsed.moves, len(self._moves)
         )
-        self._proposal = parsed.moves  # simulated only: the real state stays as it is
         info["proposal_reaches_goal"] = reached
+        if not self._mas:  # mode="tool": the tool alone, its printed moves are made
+            local, team, success, done, _, _, played = self._play(
+                cell, reward, made, blocked, reached
+            )
+            return Outcome(local, team, success, done, info={**info, **(played or {})})
+        self._proposal = parsed.moves  # simulated only: the real state stays as it is
         team = 1.0 if reached and self.version >= 1 else 0.0
         return Outcome(reward, team, info=info)
 
     def _tool_stdin(self) -> str:
+        """The grid as the prompt shows it, ``A`` at the agent; in v2 nothing (the program holds
+        the grid)."""
+        return "" if self.version >= 2 else self._grid_with_agent()
+
+    def _grid_with_agent(self) -> str:
         """The grid as the prompt shows it, ``A`` at the agent."""
         i = self._cell + self._cell // self.cols
         return self._grid_text[:i] + "A" + self._grid_text[i + 1 :]
@@ -367,7 +415,8 @@ class PlanPathEnv(TeamGameEnv):
             assert level is not None, "call reset() first"
             head = prompts.head(self._grid_text, self.cols, self._cell, level.goal)
             history = prompts.history_line(self._moves, self._blocked)
-            tail = prompts.CODE_ASK_V1 if own else prompts.planner_tail_v1(program)
+            ask = prompts.CODE_ASK_V2 if self.version >= 2 else prompts.CODE_ASK_V1
+            tail = ask if own else prompts.planner_tail_v1(program)
             turn = min(self.turn, self.max_turns - 1)
             return prompts.code_prompt_v1(head, history, turn, self.max_turns, tail)
         if program is not None:
@@ -400,9 +449,11 @@ class PlanPathEnv(TeamGameEnv):
         level = self._level
         assert level is not None, "call reset() first"
         if self._writes_program(agent):
+            if self.version >= 2:
+                return prompts.oracle_program_v2(self._grid_with_agent())
             if self.version >= 1:
                 return prompts.oracle_program_v1()
-            return prompts.oracle_program(self._tool_stdin())
+            return prompts.oracle_program(self._grid_with_agent())
         agent = agent or self.agent_selection
         proposal = self._proposal
         if self.version >= 1 and self._mas and agent == "planner" and proposal:
@@ -480,7 +531,7 @@ class PlanPathEnv(TeamGameEnv):
             return "(not reset)"
         row, col = self.position
         return (
-            self._tool_stdin()
+            self._grid_with_agent()
             + f"\nagent ({row}, {col})  goal {self._level.rc(self._level.goal)}  "
             f"moves {len(self._moves)}  turn {self.turn}/{self.max_turns}"
             + ("  solved" if self.success else "")

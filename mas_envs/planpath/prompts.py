@@ -16,6 +16,7 @@ __all__ = [
     "ANSWER_FORMAT",
     "BLOCKED_NOTE",
     "CODE_ASK_V1",
+    "CODE_ASK_V2",
     "HISTORY",
     "NO_HISTORY",
     "PLANNER_ASK_V1",
@@ -26,6 +27,7 @@ __all__ = [
     "history_line",
     "oracle_program",
     "oracle_program_v1",
+    "oracle_program_v2",
     "parse_answer",
     "planner_report_v1",
     "planner_tail_v1",
@@ -66,6 +68,21 @@ _ROLE = {
         "standard input, finds the moves from the agent to the goal and prints them. It runs in a "
         "sandbox; a planner sees what it printed and decides the moves that are made."
     ),
+    ("code-v2", "tool"): (
+        "You are the tool agent: write a short Python program that holds the grid, finds the "
+        "moves from the agent to the goal and prints them. It runs in a sandbox with no input; a "
+        "planner sees what it printed and decides the moves that are made."
+    ),
+    ("code-alone-v2", "tool"): (
+        "You are the tool agent, alone: write a short Python program that holds the grid, finds "
+        "the moves from the agent to the goal and prints them. It runs in a sandbox with no "
+        "input, and the moves it prints are made."
+    ),
+    ("code-alone", "tool"): (
+        "You are the tool agent, alone: write a short Python program that reads the grid from "
+        "its standard input, finds the moves from the agent to the goal and prints them. It runs "
+        "in a sandbox, and the moves it prints are made."
+    ),
 }
 _MOVE_SET = frozenset("UDLR")
 _LEGEND = "Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, column 0 the left):"
@@ -73,9 +90,12 @@ _LEGEND = "Grid (A = agent, G = goal, # = wall, . = free; row 0 is the top, colu
 
 def system_text(mode: str, agent: str, version: int = 0) -> str:
     """The system text of ``agent`` in ``mode`` (static: the env caches it); mode ``"code"`` is
-    the team with ``tool_mode="code"``. Version 1 changes only the code team's tool text (its
-    planner does not see the program's code)."""
-    if version >= 1 and (mode, agent) == ("code", "tool"):
+    the team with ``tool_mode="code"``, ``"code-alone"`` the tool alone (``mode="tool"``).
+    Version 1 changes only the code team's tool text (its planner does not see the program's
+    code); version 2 the code tool's (its program gets no input)."""
+    if version >= 2 and agent == "tool" and mode in ("code", "code-alone"):
+        mode += "-v2"
+    elif version >= 1 and (mode, agent) == ("code", "tool"):
         mode = "code-v1"
     return f"{_TASK}\n{_ROLE[mode, agent]}"
 
@@ -359,3 +379,24 @@ for c in q:
    q+=[c+d]
 print('####',', '.join(p[s.find('G')]))
 ```"""
+
+
+# ---------------------------------------------------------------------------- version 2 (code)
+# mas/PlanPathCode-v2: v1's prompts, but the tool's program runs with no input, so it must hold the
+# level (the paper's design: its tool writes the grid into its code). One text cannot solve every
+# level, as v1's stdin program did (issue 29).
+
+CODE_ASK_V2 = (
+    "Write a Python program in one ```python block. It gets no input: write the grid above in it "
+    "(A = agent); it prints '####' and the moves, e.g. print('####', 'U, R')."
+)
+"""The tool agent's answer instructions in ``mas/PlanPathCode-v2`` (the end of its prompt)."""
+
+
+def oracle_program_v2(grid_with_agent: str) -> str:
+    """The v2 oracle tool reply: :func:`oracle_program_v1`'s search over the grid written into the
+    program (``grid_with_agent``: the rows, ``A`` at the agent), as the program gets no input."""
+    rows = "\n".join(grid_with_agent.split())
+    return _BFS_STDIN.replace("import sys\n", "").replace(
+        "g=sys.stdin.read().split()", f'g="""\n{rows}\n""".split()'
+    )

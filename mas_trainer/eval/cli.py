@@ -87,8 +87,9 @@ def _parser() -> argparse.ArgumentParser:
     what.add_argument(
         "--mode",
         default="mas",
-        choices=["mas", "single"],
-        help="mas: the team; single: one agent does the whole task (the baseline)",
+        choices=["mas", "single", "tool"],
+        help="mas: the team; single: one agent does the whole task (the baseline); tool: the "
+        "tool agent alone with its code tool (Plan-Path code ids: the paper's SA-code ablation)",
     )
     what.add_argument(
         "--output",

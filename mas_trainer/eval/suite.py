@@ -206,6 +206,7 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/SokobanCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v1", 100),
+        BoardSpec("mas/PlanPathCode-v2", 100),
         BoardSpec("mas/SudokuCode-v0", 100),
         # The paper's code and math benchmarks, on files `mas-data prepare` writes: every test
         # problem, as the publisher distributes the set.

@@ -39,8 +39,9 @@ import copy
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -61,6 +62,11 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 LR_SCHEDULES = ("constant", "cosine")
+
+CHECKPOINT_FORMAT = 1
+"""Version of :meth:`Learner.save`'s layout (a torch distributed checkpoint + ``state.pt``)."""
+STATE_FILE = "state.pt"
+"""The small part of a learner checkpoint: hyperparameters, schedule, step count, RNG."""
 
 MIN_RESOLVABLE_SHARE = 0.5
 """A learner on bf16/fp16 parameters refuses a learning rate that can move fewer of its weights."""
@@ -464,36 +470,32 @@ class Learner:
 
     def state_dict(self) -> dict[str, Any]:
         """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG
-        (and the KL reference's weights when the learner holds its own copy)."""
+        (and the KL reference's weights when the learner holds its own copy), in memory.
+
+        The tensors are the live ones, not copies (a copy of AdamW's moments is twice the model
+        again): save them, or copy what you keep, before the next update. Checkpoints use
+        :meth:`save`, which writes them without any copy.
+        """
         state = {
-            "trainable": {n: p.detach().clone() for n, p in self._params.items()},
-            # deepcopy: the optimizer's state dict references its live moment tensors.
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "trainable": {n: p.detach() for n, p in self._params.items()},
+            "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "updates": self.updates,
             "rng": self._rng.get_state(),
         }
         if self._own_ref:
             assert self.ref_model is not None
-            state["reference"] = {k: v.clone() for k, v in self.ref_model.state_dict().items()}
+            state["reference"] = {k: v.detach() for k, v in self.ref_model.state_dict().items()}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved (resume continues bit-for-bit where it stopped).
 
-
         Raises:
             KeyError: The checkpoint's trainable tensors do not match this learner's (another model
                 or another adapter).
         """
-        names = set(state["trainable"])
-        if names != set(self._params):
-            missing = sorted(set(self._params) - names)[:3]
-            extra = sorted(names - set(self._params))[:3]
-            raise KeyError(
-                f"checkpoint does not match this learner's parameters (missing e.g. {missing}, "
-                f"unexpected e.g. {extra}); was it saved from another model or adapter?"
-            )
+        self._check_names(set(state["trainable"]))
         with torch.no_grad():
             for n, p in self._params.items():
                 p.copy_(state["trainable"][n])
@@ -504,6 +506,129 @@ class Learner:
             self.ref_model.load_state_dict(state["reference"])
         self.updates = int(state["updates"])
         self._rng.set_state(state["rng"])
+
+    def save(self, folder: str | Path) -> None:
+        """Write the resumable state into ``folder`` with torch's distributed checkpoint.
+
+        The tensors (master weights, AdamW moments, the KL reference) go through
+        ``torch.distributed.checkpoint.save`` straight from the live tensors, one at a time: no
+        copy of the optimizer is made, and on a sharded learner each rank writes only its own
+        shards (``__<rank>_0.distcp``), so no rank ever holds more than its shard. The small
+        state (hyperparameters, schedule, step count, RNG) goes to ``folder/state.pt`` (rank 0).
+        Any number of ranks (or one process) can :meth:`load` it: the checkpoint is resharded on
+        load. A collective on a sharded or replicated learner: call it on every rank.
+        """
+        import torch.distributed.checkpoint as dcp
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with _single_process_quiet():
+            dcp.save(self._checkpoint_tensors(), checkpoint_id=str(folder), no_dist=not _in_group())
+        if _rank() == 0:
+            groups = [
+                {k: v for k, v in g.items() if k != "params"} for g in self.optimizer.param_groups
+            ]
+            meta = {
+                "format": CHECKPOINT_FORMAT,
+                "param_groups": groups,
+                "scheduler": self.scheduler.state_dict(),
+                "updates": self.updates,
+                "rng": self._rng.get_state(),
+            }
+            torch.save(meta, folder / STATE_FILE)
+
+    def load(
+        self, folder: str | Path, *, lr: float | None = None, weight_decay: float | None = None
+    ) -> None:
+        """Restore what :meth:`save` wrote (on any number of ranks), in place: each rank reads
+        only its shards into its live tensors; resume continues bit-for-bit.
+
+        Args:
+            folder: A folder written by :meth:`save`.
+            lr: The peak learning rate to run at from now on (default: the saved one), as
+                :func:`with_hyperparameters` sets it (the schedule's position is kept).
+            weight_decay: AdamW's weight decay from now on (default: the saved one).
+
+        Raises:
+            KeyError: The checkpoint's trainable tensors do not match this learner's.
+            FileNotFoundError: ``folder`` holds no learner checkpoint.
+        """
+        import torch.distributed.checkpoint as dcp
+
+        folder = Path(folder)
+        if not (folder / STATE_FILE).is_file() or not (folder / ".metadata").is_file():
+            raise FileNotFoundError(
+                f"{folder} is not a learner checkpoint (Learner.save writes .metadata and "
+                f"{STATE_FILE} there)"
+            )
+        saved = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
+        self._check_names(
+            {k.removeprefix("trainable.") for k in saved if k.startswith("trainable.")}
+        )
+        self._prepare_optimizer_state(saved)
+        tensors = {k: v for k, v in self._checkpoint_tensors().items() if k in saved}
+        with torch.no_grad(), _single_process_quiet():
+            dcp.load(tensors, checkpoint_id=str(folder), no_dist=not _in_group())
+        meta = torch.load(folder / STATE_FILE, weights_only=False)
+        state = {
+            "optimizer": {"param_groups": meta["param_groups"]},
+            "scheduler": meta["scheduler"],
+        }
+        if lr is not None or weight_decay is not None:
+            group = meta["param_groups"][0]
+            state = with_hyperparameters(
+                state,
+                lr=group["initial_lr"] if lr is None else lr,
+                weight_decay=group["weight_decay"] if weight_decay is None else weight_decay,
+            )
+        for group, saved_group in zip(
+            self.optimizer.param_groups, state["optimizer"]["param_groups"], strict=True
+        ):
+            group.update(saved_group)
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.updates = int(meta["updates"])
+        self._rng.set_state(meta["rng"])
+
+    def _checkpoint_tensors(self) -> dict[str, torch.Tensor]:
+        """The live tensors a checkpoint holds, by flat name (DTensor shards on a sharded
+        learner): ``trainable.<param>``, ``optimizer.<param>.<state>``, ``reference.<tensor>``."""
+        out = {f"trainable.{n}": p.detach() for n, p in self._params.items()}
+        for n, p in self._params.items():
+            for k, v in self.optimizer.state.get(p, {}).items():
+                if torch.is_tensor(v):
+                    out[f"optimizer.{n}.{k}"] = v
+        if self._own_ref:
+            assert self.ref_model is not None
+            out.update({f"reference.{k}": v for k, v in self.ref_model.state_dict().items()})
+        return out
+
+    def _prepare_optimizer_state(self, saved: dict[str, Any]) -> None:
+        """Give every parameter the optimizer-state tensors the checkpoint has for it (zeros,
+        laid out as the parameter, to be loaded into in place), and none it lacks (a
+        checkpoint saved before the parameter's first step)."""
+        for n, p in self._params.items():
+            keys = [k for k in saved if k.startswith(f"optimizer.{n}.")]
+            if not keys:
+                self.optimizer.state.pop(p, None)
+                continue
+            entry = self.optimizer.state[p]
+            for key in keys:
+                meta = saved[key]
+                name = key.removeprefix(f"optimizer.{n}.")
+                dtype = meta.properties.dtype
+                if tuple(meta.size) == tuple(p.shape):
+                    entry[name] = torch.zeros_like(p, dtype=dtype)
+                else:  # AdamW's step count: a scalar on the CPU
+                    entry[name] = torch.zeros(tuple(meta.size), dtype=dtype)
+
+    def _check_names(self, names: set[str]) -> None:
+        if names != set(self._params):
+            missing = sorted(set(self._params) - names)[:3]
+            extra = sorted(names - set(self._params))[:3]
+            raise KeyError(
+                f"checkpoint does not match this learner's parameters (missing e.g. {missing}, "
+                f"unexpected e.g. {extra}); was it saved from another model or adapter?"
+            )
 
     # ---------------------------------------------------------------- internals
 
@@ -707,6 +832,63 @@ def completion_logits(model: Any, input_ids: torch.Tensor, positions: torch.Tens
     return model.get_output_embeddings()(full.gather(1, idx))  # (b, Tc, V)
 
 
+def _in_group() -> bool:
+    """Whether this process is a rank of a ``torch.distributed`` group (a sharded or replicated
+    learner), so checkpoint I/O is a collective."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+@contextmanager
+def _single_process_quiet() -> Iterator[None]:
+    """Silence torch's notice that a checkpoint is read or written by one process (intended)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
+
+
+def read_checkpoint(folder: str | Path) -> dict[str, Any]:
+    """A learner checkpoint (:meth:`Learner.save`) read whole into this process, for inspection.
+
+    Returns:
+        ``{"trainable": {param: tensor}, "optimizer": {"state": {param: {"step", "exp_avg",
+        ...}}, "param_groups": [...]}, "scheduler", "updates", "rng"}`` (and ``"reference"``
+        when the learner kept its own KL reference): the layout of :meth:`Learner.state_dict`
+        with the optimizer state keyed by parameter name. It holds the whole state in memory;
+        resuming goes through :meth:`Learner.load`, which reads each rank's shards only.
+    """
+    import torch.distributed.checkpoint as dcp
+
+    folder = Path(folder)
+    saved = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
+    tensors = {k: torch.empty(tuple(m.size), dtype=m.properties.dtype) for k, m in saved.items()}
+    with _single_process_quiet():
+        dcp.load(tensors, checkpoint_id=str(folder), no_dist=True)
+    meta = torch.load(folder / STATE_FILE, weights_only=False)
+    out: dict[str, Any] = {
+        "trainable": {},
+        "optimizer": {"state": {}, "param_groups": meta["param_groups"]},
+        **{k: meta[k] for k in ("scheduler", "updates", "rng")},
+    }
+    for key, t in tensors.items():
+        kind, name = key.split(".", 1)
+        if kind == "optimizer":
+            param, state = name.rsplit(".", 1)
+            out["optimizer"]["state"].setdefault(param, {})[state] = t
+        else:
+            out.setdefault(kind, {})[name] = t
+    return out
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if _in_group() else 0
+
+
 def _pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:
     """Stack 1-D tensors right-padded with 0 to ``(len(rows), width)``."""
     out = torch.zeros((len(rows), width), dtype=torch.float32)
@@ -758,9 +940,13 @@ def with_hyperparameters(
     Loading a saved optimiser and schedule restores their rate and decay, so a resumed run would
     keep the old ones whatever its config says; this sets the config's (the schedule's position
     is kept: the current rate is ``lr`` times the schedule's factor now). Pure: ``state`` is not
-    changed.
+    changed (only its small hyperparameter dicts are copied, never its tensors).
     """
-    state = {**state, "optimizer": copy.deepcopy(state["optimizer"])}
+    optimizer = state["optimizer"]
+    state = {
+        **state,
+        "optimizer": {**optimizer, "param_groups": copy.deepcopy(optimizer["param_groups"])},
+    }
     sched = dict(state["scheduler"])
     old_base = list(sched.get("base_lrs") or [])
     groups = state["optimizer"]["param_groups"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 
@@ -161,7 +162,11 @@ def test_state_dict_resume_continues_identically() -> None:
         model_a, mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1
     )
     learner_a.update(batch1)
-    saved = learner_a.state_dict()
+    live = learner_a.state_dict()  # the live tensors, as torch's own state_dicts: no copies
+    assert all(
+        live["trainable"][n].data_ptr() == p.data_ptr() for n, p in model_a.named_parameters()
+    )
+    saved = copy.deepcopy(live)  # a snapshot kept across an update is the caller's copy
     learner_a.update(batch2)
 
     model_b, _ = build_tiny_model("tiny", seed=9)  # different weights: all must come from the state
@@ -174,6 +179,80 @@ def test_state_dict_resume_continues_identically() -> None:
     for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
         assert torch.equal(p, q)
     assert learner_a.optimizer.param_groups[0]["lr"] == learner_b.optimizer.param_groups[0]["lr"]
+
+
+def test_saved_checkpoint_resumes_bit_for_bit_and_takes_new_hyperparameters(tmp_path) -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    batch1 = _samples(model_a, tok, n=10, seed=1)
+    batch2 = _samples(model_a, tok, n=10, seed=2)
+    kw = dict(mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1, kl_coef=0.1)
+    learner_a = _learner(model_a, **kw)
+    learner_a.update(batch1)
+    learner_a.save(tmp_path / "a")
+    learner_a.update(batch2)
+
+    model_b, _ = build_tiny_model("tiny", seed=9)  # different weights: all must come from disk
+    learner_b = _learner(model_b, **kw)
+    learner_b.load(tmp_path / "a")
+    assert learner_b.updates == 1
+    learner_b.update(batch2)
+    for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
+        assert torch.equal(p, q)
+    a_state, b_state = learner_a.optimizer.state_dict(), learner_b.optimizer.state_dict()
+    for k, entry in a_state["state"].items():
+        assert all(torch.equal(v, b_state["state"][k][n]) for n, v in entry.items())
+    assert a_state["param_groups"] == b_state["param_groups"]
+    assert learner_a.ref_model is not None and learner_b.ref_model is not None
+    for p, q in zip(
+        learner_a.ref_model.parameters(), learner_b.ref_model.parameters(), strict=True
+    ):
+        assert torch.equal(p, q)  # the KL reference is part of the state too
+
+    # A resume at another rate and decay keeps the schedule's position.
+    model_c, _ = build_tiny_model("tiny", seed=9)
+    learner_c = _learner(model_c, **kw)
+    learner_c.load(tmp_path / "a", lr=5e-4, weight_decay=0.1)
+    group = learner_c.optimizer.param_groups[0]
+    assert group["initial_lr"] == 5e-4 and group["weight_decay"] == 0.1
+    assert group["lr"] == pytest.approx(5e-4 * learner_a.scheduler.lr_lambdas[0](1))
+
+    other, _ = build_tiny_model("small", seed=0)
+    with pytest.raises(KeyError, match="does not match this learner's parameters"):
+        _learner(other).load(tmp_path / "a")
+    with pytest.raises(FileNotFoundError, match="not a learner checkpoint"):
+        learner_c.load(tmp_path)
+
+
+def _peak_cpu_bytes(fn) -> int:
+    """The highest total of CPU bytes allocated and not yet freed while ``fn`` runs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted(
+        (e for e in prof.events() if e.name == "[memory]"), key=lambda e: e.time_range.start
+    )
+    now = top = 0
+    for event in events:
+        now += event.cpu_memory_usage
+        top = max(top, now)
+    return top
+
+
+def test_save_makes_no_copy_of_the_weights_or_the_optimizer(tmp_path) -> None:
+    """A checkpoint streams the live tensors to disk: the old one cloned every weight and deep-
+    copied AdamW's moments first (twice the model's size again, on the GPU of a GPU run)."""
+    model, tok = build_tiny_model("tiny", seed=0)
+    learner = _learner(model, mini_batch_size=16)
+    learner.update(_samples(model, tok))
+    tensors = list(learner.optimizer.state_dict()["state"].values())
+    moments = sum(v.nbytes for entry in tensors for v in entry.values())
+    largest = max(p.nbytes for p in model.parameters())
+    peak = _peak_cpu_bytes(lambda: learner.save(tmp_path / "ckpt"))
+    # Less than one tensor's worth of extra memory (the moments are 2 x 525k floats = 4.2 MB).
+    assert peak < largest < moments / 4
+    written = sum(f.stat().st_size for f in (tmp_path / "ckpt").iterdir())
+    assert written > moments  # ... yet weights and both moments are on disk
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of")

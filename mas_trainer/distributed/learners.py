@@ -20,9 +20,10 @@ make another (equally shuffled) partition of the samples than the single learner
   param_dtype=bf16, reduce_dtype=fp32)`` is the compute precision (``model.autocast``): weights
   are all-gathered in bf16 for the forward and backward, gradients reduce-scattered in fp32 into
   the fp32 shards. The engine gets full bf16 weights gathered from the shards
-  (:meth:`FSDPLearner.full_weights`); checkpoints hold the full fp32 weights and AdamW state in
-  the unsharded :class:`~mas_trainer.learner.Learner`'s format, so a sharded run's checkpoint
-  resumes on any number of ranks, or none.
+  (:meth:`FSDPLearner.full_weights`). Checkpoints (:meth:`~mas_trainer.learner.Learner.save`)
+  are torch distributed checkpoints: each rank writes its own shards of the fp32 weights and
+  AdamW state, and nothing is gathered; they load, resharded, on any number of ranks, or into
+  one unsharded learner.
 
 FSDP's all-gathers are collectives: every rank must run the same number of forward passes, in the
 same order. A rank with fewer micro-batches than another runs copies of one of its own with an
@@ -252,20 +253,11 @@ class FSDPLearner(RankLearner):
             out[name] = gathered[id(t)]
         return out if dist.get_rank() == 0 else None
 
-    def state_dict(self) -> dict[str, Any]:
-        """As :meth:`Learner.state_dict`, with every tensor whole (the unsharded format)."""
-        state = super().state_dict()
-        state["trainable"] = {n: _full(p) for n, p in self._params.items()}
-        optim = state["optimizer"]
-        optim["state"] = {
-            k: {name: _full(v) if torch.is_tensor(v) else v for name, v in entry.items()}
-            for k, entry in optim["state"].items()
-        }
-        return state
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s (or an unsharded learner's) state into this rank's
-        shards."""
+        """Restore an unsharded learner's in-memory state (whole tensors: a
+        :meth:`~mas_trainer.learner.Learner.state_dict`) into this rank's shards. Checkpoints
+        go through :meth:`~mas_trainer.learner.Learner.save` / ``load`` instead, which read and
+        write each rank's shards only."""
         params = list(self._params.values())
         optim = dict(state["optimizer"])
         optim["state"] = {

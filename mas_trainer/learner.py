@@ -48,7 +48,6 @@ import torch
 
 from mas_trainer.at_grpo import (
     kl_k3,
-    masked_mean,
     policy_change,
     ppo_clip_loss,
     role_token_weights,
@@ -203,8 +202,10 @@ class Learner:
             for every one of the K candidates of a group. Same numbers, up to K times less work
             when prompts dominate. Off under gradient checkpointing (which drops the cache).
         gradient_checkpointing: Trade compute for activation memory (large models).
-        measure_change: After each update, score its samples again (one no-grad forward pass) and
-            report ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy.
+        measure_change: After each update, score this share of its samples again (every
+            ``1 / measure_change``-th; a no-grad forward pass over them) and report
+            ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
+            (0: off; 1: all samples).
         seed: Seed of the learner's own shuffling generator.
     """
 
@@ -235,7 +236,7 @@ class Learner:
         pad_token_id: int = 0,
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
-        measure_change: bool = True,
+        measure_change: float = 0.25,
         seed: int = 0,
     ) -> None:
         if mini_batch_size < 1 or (micro_batch_size is not None and micro_batch_size < 1):
@@ -325,25 +326,37 @@ class Learner:
         if not torch.isfinite(advantages).all():
             raise ValueError("update: a sample has a non-finite advantage; check the rewards")
 
-        # 1. Old (and reference) log-probs, before any parameter moves.
-        old_lp = engine_lp
-        if self.recompute_logprobs:
-            old_lp, entropy = self._score(samples, with_entropy=True)
-            diff = torch.cat([(a - b).abs() for a, b in zip(engine_lp, old_lp, strict=True)])
-            metrics["perf/logprob_mismatch"] = diff.mean().item()
-            metrics["perf/logprob_mismatch_max"] = diff.max().item()
-            metrics["algo/entropy"] = entropy
+        # 1. Old (and reference) log-probs, before any parameter moves. The first mini-batch's
+        # forward pass runs before any step: its detached log-probs are the old ones (no
+        # separate scoring pass); the other mini-batches' samples are scored now.
+        minis = list(self._mini_batches(samples))
+        old_lp: list[torch.Tensor] = list(engine_lp)
+        entropy = [0.0, 0]  # summed over tokens, tokens
+        if self.recompute_logprobs and len(minis) > 1:
+            rest = [i for mini in minis[1:] for i in mini]
+            scored, (ent_sum, ent_n) = self._score([samples[i] for i in rest], with_entropy=True)
+            for i, lp in zip(rest, scored, strict=True):
+                old_lp[i] = lp
+            entropy = [ent_sum, ent_n]
         ref_lp = self._score(samples, reference=True)[0] if self.kl_coef > 0 else None
 
         # 2. PPO-clip passes.
         sums: dict[str, float] = {}
         n_tok = 0
         grad_norms: list[float] = []
-        for _ in range(self.epochs):
-            for mini in self._mini_batches(samples):
+        for epoch in range(self.epochs):
+            for k, mini in enumerate(minis if epoch == 0 else self._mini_batches(samples)):
+                own_old = self.recompute_logprobs and epoch == 0 and k == 0
                 mini_tokens = self._mini_tokens(samples, mini)
                 for batch in self._micro_batches(samples, mini):
-                    logp = self._logprobs(batch)  # (b, Tc)
+                    logp, ent = self._logprobs(batch, with_entropy=own_old)  # (b, Tc)
+                    if own_old:
+                        assert ent is not None
+                        detached = logp.detach().float().cpu()
+                        for r, i in enumerate(batch.index):
+                            old_lp[i] = detached[r, : len(samples[i].completion_ids)]
+                        entropy[0] += float((ent * batch.mask).sum())
+                        entropy[1] += batch.n_tokens
                     old = _pad([old_lp[i] for i in batch.index], logp.shape[1]).to(self.device)
                     loss, m = ppo_clip_loss(
                         logp,
@@ -362,18 +375,29 @@ class Learner:
                         m["loss/kl"] = kl.item()
                     # Token mean over the mini-batch: weigh each micro-batch by its token share.
                     (loss * (batch.n_tokens / mini_tokens)).backward()
-                    for k, v in m.items():
-                        sums[k] = sums.get(k, 0.0) + v * batch.n_tokens
+                    for key, v in m.items():
+                        sums[key] = sums.get(key, 0.0) + v * batch.n_tokens
                     n_tok += batch.n_tokens
                 grad_norms.append(self._optimizer_step())
         metrics.update({k: v / max(n_tok, 1) for k, v in sums.items()})
-        if self.measure_change:
+        if self.recompute_logprobs:
+            diff = torch.cat([(a - b).abs() for a, b in zip(engine_lp, old_lp, strict=True)])
+            metrics["perf/logprob_mismatch"] = diff.mean().item()
+            metrics["perf/logprob_mismatch_max"] = diff.max().item()
+            metrics["algo/entropy"] = entropy[0] / max(entropy[1], 1)
+        if self.measure_change > 0:
             # The in-loss clip fraction and KL describe the policy before each mini-batch's step
-            # (exactly 0 with one mini-batch): measure what the whole update did, after it.
-            new_lp = self._score(samples)[0]
+            # (exactly 0 with one mini-batch): measure what the whole update did, after it, on
+            # every (1 / measure_change)-th sample.
+            every = max(1, round(1 / self.measure_change))
+            picked = list(range(0, len(samples), every))
+            new_lp = self._score([samples[i] for i in picked])[0]
             metrics.update(
                 policy_change(
-                    torch.cat(new_lp), torch.cat(list(old_lp)), self.clip_low, self.clip_high
+                    torch.cat(new_lp),
+                    torch.cat([old_lp[i] for i in picked]),
+                    self.clip_low,
+                    self.clip_high,
                 )
             )
         metrics["algo/advantage_abs_mean"] = advantages.abs().mean().item()
@@ -420,7 +444,7 @@ class Learner:
             for mini in self._mini_batches(samples):
                 weight_of = dict(zip(mini, self._sft_weights(samples, mini), strict=True))
                 for batch in self._micro_batches(samples, mini):
-                    logp = self._logprobs(batch, temperature=1.0, top_p=1.0)  # (b, Tc)
+                    logp = self._logprobs(batch, temperature=1.0, top_p=1.0)[0]  # (b, Tc)
                     w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
                     loss = weighted_sft_loss(logp, batch.mask, w)
                     loss.backward()
@@ -731,14 +755,26 @@ class Learner:
         empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
         return _Batch(empty, empty, targets.to(d), mask.to(d), index, prefix)
 
-    def _logits(self, model: Any, batch: _Batch) -> torch.Tensor:
-        """``(b, Tc, V)`` logits at the positions that predict completion tokens."""
+    def _token_logprobs(
+        self,
+        model: Any,
+        batch: _Batch,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(b, Tc)`` log-probs of the targets (and, with ``with_entropy``, the ``(b, Tc)``
+        entropy of each position's distribution, without grad) under ``model``."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         with self._autocast():
             if batch.prefix is None:
-                return completion_logits(base, batch.input_ids, batch.positions)
-            hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)  # (b, Tc, H)
-            return base.get_output_embeddings()(hidden)  # (b, Tc, V)
+                hidden = completion_hidden(base, batch.input_ids, batch.positions)
+            else:
+                hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
+            return hidden_logprobs(
+                base.get_output_embeddings(), hidden, batch.targets, temperature, top_p,
+                with_entropy,
+            )  # fmt: skip
 
     def _shared_prefix_hidden(self, base: Any, decoder: Any, batch: _Batch) -> torch.Tensor:
         """``(b, Tc, H)`` hidden states predicting each completion token, prompts run once."""
@@ -777,21 +813,27 @@ class Learner:
         return torch.cat([first, rest], dim=1)
 
     def _logprobs(
-        self, batch: _Batch, temperature: float | None = None, top_p: float | None = None
-    ) -> torch.Tensor:
-        """``(b, Tc)`` log-probs of the targets under the trained policy (with grad)."""
+        self,
+        batch: _Batch,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(b, Tc)`` log-probs of the targets under the trained policy (with grad), and the
+        entropy (no grad) with ``with_entropy``."""
         if self.adapter is not None:
             self.model.set_adapter(self.adapter)
         self.model.train()
-        logits = self._logits(self.model, batch)
         t = self.temperature if temperature is None else temperature
-        return token_logprobs(logits, batch.targets, t, self.top_p if top_p is None else top_p)
+        p = self.top_p if top_p is None else top_p
+        return self._token_logprobs(self.model, batch, t, p, with_entropy)
 
     @torch.no_grad()
     def _score(
         self, samples: Sequence[TrainSample], *, reference: bool = False, with_entropy: bool = False
-    ) -> tuple[list[torch.Tensor], float]:
-        """Per-sample log-prob vectors under the policy (or the reference) and the mean entropy."""
+    ) -> tuple[list[torch.Tensor], tuple[float, int]]:
+        """Per-sample log-prob vectors under the policy (or the reference), and the entropy summed
+        over the samples' tokens with their count."""
         model = self.model if not reference or self.ref_model is None else self.ref_model
         if self.adapter is not None:
             self.model.set_adapter(self.adapter)
@@ -805,17 +847,16 @@ class Learner:
         model.eval()
         with ctx:
             for batch in self._micro_batches(samples, list(range(len(samples)))):
-                logits = self._logits(model, batch)  # (b, Tc, V)
-                lp = token_logprobs(logits, batch.targets, self.temperature, self.top_p)
-                if with_entropy:
-                    logp_all = (logits.float() / self.temperature).log_softmax(-1)  # (b, Tc, V)
-                    ent = -(logp_all.exp() * logp_all).sum(-1)  # (b, Tc)
-                    ent_sum += masked_mean(ent, batch.mask).item() * batch.n_tokens
+                lp, ent = self._token_logprobs(
+                    model, batch, self.temperature, self.top_p, with_entropy
+                )
+                if ent is not None:
+                    ent_sum += float((ent * batch.mask).sum())
                     n_tok += batch.n_tokens
                 for r, i in enumerate(batch.index):
                     out[i] = lp[r, : len(samples[i].completion_ids)].float().cpu()
         model.train(was_training)
-        return out, ent_sum / max(n_tok, 1)
+        return out, (ent_sum, n_tok)
 
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.dtype is None:
@@ -823,13 +864,151 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def completion_logits(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """``(b, Tc, V)`` logits of a causal LM at ``positions`` only (the LM head never runs on the
-    prompt): the decoder over ``input_ids`` ``(b, L)``, its hidden states gathered at
-    ``positions`` ``(b, Tc)``, then the output embeddings."""
+def completion_hidden(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """``(b, Tc, H)`` final hidden states of a causal LM at ``positions`` only (those predicting
+    completion tokens): the decoder over ``input_ids`` ``(b, L)``, gathered at ``positions``
+    ``(b, Tc)``. The LM head never runs on the prompt."""
     full = model.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state  # (b, L, H)
     idx = positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
-    return model.get_output_embeddings()(full.gather(1, idx))  # (b, Tc, V)
+    return full.gather(1, idx)
+
+
+VOCAB_CHUNK = 8192
+"""Vocabulary rows per chunk of :func:`chunked_logprobs`: at 4 x 4096 completion tokens, one
+chunk's fp32 logits are 0.5 GB, where the whole (B, T, V) tensor of Qwen3's 151,936 ids is 10 GB."""
+
+
+def hidden_logprobs(
+    head: Any,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(b, Tc)`` log-probs of ``targets`` under ``softmax(head(hidden) / temperature)`` and,
+    with ``with_entropy``, the ``(b, Tc)`` entropy of each distribution (no grad).
+
+    With ``top_p == 1`` and a bias-free head (every Qwen and Llama LM head) the vocabulary is
+    processed in chunks (:func:`chunked_logprobs`), so no ``(b, Tc, V)`` tensor exists; top-p
+    needs each position's whole sorted distribution and builds the logits.
+    """
+    if top_p >= 1.0 and getattr(head, "bias", None) is None and hasattr(head, "weight"):
+        return chunked_logprobs(hidden, head.weight, targets, temperature, with_entropy)
+    logits = head(hidden)  # (b, Tc, V)
+    logp = token_logprobs(logits, targets, temperature, top_p)
+    if not with_entropy:
+        return logp, None
+    with torch.no_grad():
+        logp_all = (logits.float() / temperature).log_softmax(-1)  # (b, Tc, V)
+        return logp, -(logp_all.exp() * logp_all).sum(-1)
+
+
+def chunked_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs of ``targets`` under ``softmax(hidden @ weight.T / temperature)``, the vocabulary
+    in chunks of ``chunk`` rows: the same numbers as :func:`~mas_trainer.at_grpo.token_logprobs`
+    on the whole logits (fp32 softmax over the matmul's output, as there), with at most one
+    ``(N, chunk)`` block alive. The backward pass recomputes each block (one more matmul of the
+    LM head's size) instead of keeping the logits.
+
+    Args:
+        hidden: ``(..., H)`` final hidden states (grad flows to them).
+        weight: ``(V, H)`` the LM head (grad flows to it; tied embeddings included).
+        targets: ``(...)`` long token ids.
+        temperature: Softmax temperature (> 0).
+        with_entropy: Also return each position's entropy (no grad; no extra matmul).
+        chunk: Vocabulary rows per block (default :data:`VOCAB_CHUNK`).
+
+    Returns:
+        ``(logp, entropy)``: ``(...)`` float32, and ``(...)`` float32 or None.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
+    shape = targets.shape
+    flat_h = hidden.reshape(-1, hidden.shape[-1])  # (N, H)
+    logp, entropy = _ChunkedLogprobs.apply(
+        flat_h, weight, targets.reshape(-1), temperature, chunk or VOCAB_CHUNK, with_entropy
+    )
+    return logp.view(shape), (entropy.view(shape) if with_entropy else None)
+
+
+def _autocast_state(device: torch.device) -> tuple[str, bool, torch.dtype]:
+    kind = device.type
+    return kind, torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind)
+
+
+class _ChunkedLogprobs(torch.autograd.Function):
+    """``log softmax(h W^T / t)[y]`` over vocabulary blocks (see :func:`chunked_logprobs`)."""
+
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx: Any,
+        hidden: torch.Tensor,  # (N, H)
+        weight: torch.Tensor,  # (V, H)
+        targets: torch.Tensor,  # (N,)
+        temperature: float,
+        chunk: int,
+        with_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        n = hidden.shape[0]
+        dev = hidden.device
+        run_max = torch.full((n,), -math.inf, device=dev)  # (N,) running max of the logits
+        run_sum = torch.zeros(n, device=dev)  # (N,) sum exp(z - max)
+        run_dot = torch.zeros(n, device=dev)  # (N,) sum exp(z - max) * z (for the entropy)
+        picked = torch.zeros(n, device=dev)  # (N,) the target's logit
+        for start in range(0, weight.shape[0], chunk):
+            z = (hidden @ weight[start : start + chunk].T).float() / temperature  # (N, c)
+            new_max = torch.maximum(run_max, z.amax(-1))
+            scale = torch.exp(run_max - new_max)
+            e = torch.exp(z - new_max.unsqueeze(-1))  # (N, c)
+            run_sum = run_sum * scale + e.sum(-1)
+            if with_entropy:
+                run_dot = run_dot * scale + (e * z).sum(-1)
+            run_max = new_max
+            inside = (targets >= start) & (targets < start + z.shape[1])
+            local = (targets - start).clamp(0, z.shape[1] - 1).unsqueeze(-1)
+            picked = torch.where(inside, z.gather(-1, local).squeeze(-1), picked)
+        lse = run_max + run_sum.log()  # (N,)
+        entropy = lse - run_dot / run_sum if with_entropy else torch.empty(0, device=dev)
+        ctx.save_for_backward(hidden, weight, targets, lse)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        ctx.autocast = _autocast_state(dev)
+        ctx.mark_non_differentiable(entropy)
+        return picked - lse, entropy
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _: Any) -> tuple[Any, ...]:  # type: ignore[override]
+        hidden, weight, targets, lse = ctx.saved_tensors
+        t, chunk = ctx.temperature, ctx.chunk
+        kind, enabled, dtype = ctx.autocast
+        grad_h = torch.zeros_like(hidden, dtype=torch.float32) if ctx.needs_input_grad[0] else None
+        grad_w = torch.zeros_like(weight, dtype=torch.float32) if ctx.needs_input_grad[1] else None
+        with torch.autocast(kind, dtype=dtype, enabled=enabled):
+            for start in range(0, weight.shape[0], chunk):
+                w = weight[start : start + chunk]  # (c, H)
+                z = (hidden @ w.T).float() / t  # (N, c), recomputed
+                # d logp / d z = onehot(y) - softmax(z); times the incoming grad, / t for h W^T
+                dz = -torch.exp(z - lse.unsqueeze(-1)) * grad.unsqueeze(-1)  # (N, c)
+                inside = (targets >= start) & (targets < start + z.shape[1])
+                rows = inside.nonzero().squeeze(-1)
+                dz[rows, targets[rows] - start] += grad[rows]
+                dz = (dz / t).to(z.dtype if not enabled else dtype)
+                if grad_h is not None:
+                    grad_h += (dz @ w.to(dz.dtype)).float()
+                if grad_w is not None:
+                    grad_w[start : start + chunk] += (dz.T @ hidden.to(dz.dtype)).float()
+        return (
+            None if grad_h is None else grad_h.to(hidden.dtype),
+            None if grad_w is None else grad_w.to(weight.dtype),
+            None, None, None, None,
+        )  # fmt: skip
 
 
 def _in_group() -> bool:

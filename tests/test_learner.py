@@ -440,7 +440,7 @@ def test_update_reports_how_far_it_moved_the_policy() -> None:
     # algo/approx_kl and algo/clip_frac are measured after the step and see the move.
     model, tok = build_tiny_model("tiny", seed=0)
     samples = _samples(model, tok)
-    learner = _learner(model, lr=3e-2, mini_batch_size=len(samples))
+    learner = _learner(model, lr=3e-2, mini_batch_size=len(samples), measure_change=1.0)
     before = learner.logprobs(samples)
     m = learner.update(samples)
     after = learner.logprobs(samples)

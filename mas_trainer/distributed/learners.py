@@ -43,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 from mas_trainer.at_grpo import role_token_counts, role_token_weights
-from mas_trainer.learner import Learner, completion_logits
+from mas_trainer.learner import Learner, completion_hidden, hidden_logprobs
 from mas_trainer.samples import TrainSample
 
 __all__ = ["CompletionLM", "DataParallelLearner", "FSDPLearner", "RankLearner", "shard_model"]
@@ -130,15 +130,26 @@ class DataParallelLearner(RankLearner):
 
 
 class CompletionLM(torch.nn.Module):
-    """A causal LM as the learner runs it (:func:`~mas_trainer.learner.completion_logits`), as one
-    module: FSDP's root unit, whose forward gathers the embeddings and LM head it owns."""
+    """A causal LM as the learner runs it (:func:`~mas_trainer.learner.completion_hidden`, then
+    :func:`~mas_trainer.learner.hidden_logprobs`), as one module: FSDP's root unit, whose forward
+    gathers the embeddings and LM head it owns."""
 
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.lm = model
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return completion_logits(self.lm, input_ids, positions)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hidden = completion_hidden(self.lm, input_ids, positions)  # (b, Tc, H)
+        head = self.lm.get_output_embeddings()
+        return hidden_logprobs(head, hidden, targets, temperature, top_p, with_entropy)
 
 
 def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
@@ -150,7 +161,8 @@ def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
     backward compute in, with gradients reduced in fp32.
 
     Returns:
-        The root module to call (``root(input_ids, positions) -> logits``).
+        The root module to call (``root(input_ids, positions, targets, temperature, top_p)
+        -> (log-probs, entropy or None)``).
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -218,8 +230,17 @@ class FSDPLearner(RankLearner):
         kwargs["share_prompts"] = False  # one decoder call per micro-batch on every rank
         super().__init__(model, dtype=None, **kwargs)
 
-    def _logits(self, model: Any, batch: Any) -> torch.Tensor:
-        return self.root(batch.input_ids, batch.positions)  # (b, Tc, V)
+    def _token_logprobs(
+        self,
+        model: Any,
+        batch: Any,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.root(
+            batch.input_ids, batch.positions, batch.targets, temperature, top_p, with_entropy
+        )  # (b, Tc) each
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[Any]:
         batches = list(super()._micro_batches(samples, index))

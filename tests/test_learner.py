@@ -466,3 +466,142 @@ def test_kl_reference_follows_reset_and_resume() -> None:
     other = _learner(build_tiny_model("tiny", seed=1)[0], kl_coef=0.1, lr=1e-2)
     other.load_state_dict(state)
     assert all(torch.equal(ref[k], v) for k, v in other.ref_model.state_dict().items())
+
+
+@pytest.mark.parametrize("autocast", [None, torch.bfloat16])
+def test_vocabulary_chunks_give_the_full_logits_log_probs_and_gradients(autocast) -> None:
+    """:func:`chunked_logprobs` against :func:`token_logprobs` on the whole ``(N, V)`` logits:
+    values, entropy, and the gradients into the hidden states and the LM head."""
+    from mas_trainer.at_grpo import token_logprobs
+    from mas_trainer.learner import chunked_logprobs
+
+    gen = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 7, 32, generator=gen, requires_grad=True)  # (B, T, H)
+    weight = (0.3 * torch.randn(259, 32, generator=gen)).requires_grad_(True)  # (V, H)
+    targets = torch.randint(0, 259, (3, 7), generator=gen)
+    upstream = torch.randn(3, 7, generator=gen)  # any loss: a random linear one
+    ctx = (
+        torch.autocast("cpu", dtype=autocast) if autocast else torch.autocast("cpu", enabled=False)
+    )
+    results = []
+    for chunked in (False, True):
+        hidden.grad = weight.grad = None
+        with ctx:
+            if chunked:  # 5 blocks, the last one partial
+                lp, ent = chunked_logprobs(hidden, weight, targets, 0.6, True, chunk=64)
+            else:
+                logits = hidden @ weight.T  # (B, T, V)
+                lp = token_logprobs(logits, targets, 0.6)
+                full = (logits.float() / 0.6).log_softmax(-1)
+                ent = -(full.exp() * full).sum(-1)
+        (lp * upstream).sum().backward()
+        results.append((lp.detach(), ent.detach(), hidden.grad.clone(), weight.grad.clone()))
+    (lp_a, ent_a, gh_a, gw_a), (lp_b, ent_b, gh_b, gw_b) = results
+    tol = dict(atol=1e-5, rtol=1e-5) if autocast is None else dict(atol=2e-2, rtol=2e-2)
+    assert torch.allclose(lp_a, lp_b, **tol) and torch.allclose(ent_a, ent_b, **tol)
+    assert torch.allclose(gh_a, gh_b, **tol) and torch.allclose(gw_a, gw_b, **tol)
+    assert gw_b.abs().sum() > 0 and gh_b.abs().sum() > 0
+
+
+def _straightforward_ppo_grads(model, samples, temperature):
+    """The PPO-clip gradient of one mini-batch the plain way: each sample's full forward pass,
+    its whole logits, old log-probs from a separate no-grad pass, token mean over the batch."""
+    from mas_trainer.at_grpo import ppo_clip_loss, token_logprobs
+
+    def logps():
+        out = []
+        for s in samples:
+            ids = torch.tensor([s.prompt_ids + s.completion_ids])
+            logits = model(ids).logits[0, len(s.prompt_ids) - 1 : -1]  # (Tc, V)
+            out.append(token_logprobs(logits, torch.tensor(s.completion_ids), temperature))
+        return out
+
+    with torch.no_grad():
+        old = logps()
+    new = logps()
+    width = max(len(s.completion_ids) for s in samples)
+
+    def pad(rows):
+        return torch.stack([torch.nn.functional.pad(r, (0, width - len(r))) for r in rows])
+
+    mask = pad([torch.ones(len(s.completion_ids)) for s in samples]).bool()
+    adv = torch.tensor([s.advantage for s in samples])
+    loss, _ = ppo_clip_loss(pad(new), pad(old), adv, mask, 0.2, 0.2, 3.0)
+    model.zero_grad()
+    loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters()}, old
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_one_pass_update_follows_the_straightforward_ppo_gradient(
+    monkeypatch, checkpointing
+) -> None:
+    """The learner (no separate scoring pass for the first mini-batch, shared prompts, log-probs
+    over vocabulary chunks) steps on the gradient of the plain computation, and reports the
+    same log-prob mismatch and entropy as a separate scoring pass would."""
+    import mas_trainer.learner as learner_mod
+
+    monkeypatch.setattr(learner_mod, "VOCAB_CHUNK", 64)  # several blocks of the 259 ids
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    samples = (
+        samples
+        + [  # K=2 candidates of some prompts: shared prefixes
+            TrainSample(s.prompt_ids, s.completion_ids[::-1], s.logprobs, 0.0, -s.advantage)
+            for s in samples[:4]
+        ]
+    )
+    ref, _ = build_tiny_model("tiny", seed=0)
+    want, old = _straightforward_ppo_grads(ref, samples, 0.6)
+    learner = _learner(
+        model, mini_batch_size=len(samples), micro_batch_size=4, temperature=0.6,
+        gradient_checkpointing=checkpointing, measure_change=0.0,
+    )  # fmt: skip
+    got = {}
+    real_step = learner._optimizer_step
+
+    def capture() -> float:
+        got.update({n: p.grad.clone() for n, p in model.named_parameters()})
+        return real_step()
+
+    learner._optimizer_step = capture
+    scored = []
+    real_score = learner._score
+    learner._score = lambda *a, **k: scored.append(1) or real_score(*a, **k)
+    m = learner.update(samples)
+    assert not scored  # one mini-batch: no scoring pass at all
+    for n, g in want.items():
+        assert torch.allclose(got[n], g, atol=1e-6, rtol=1e-4), n
+    assert max(g.abs().max().item() for g in want.values()) > 1e-3
+    engine = torch.cat([torch.tensor(s.logprobs) for s in samples])
+    mismatch = (engine - torch.cat(old)).abs()
+    assert m["perf/logprob_mismatch"] == pytest.approx(mismatch.mean().item(), rel=1e-4)
+    entropy = _learner(ref, temperature=0.6)._score(samples, with_entropy=True)[1]
+    assert m["algo/entropy"] == pytest.approx(entropy[0] / entropy[1], rel=1e-4)
+
+
+def test_no_tensor_holds_every_position_times_the_whole_vocabulary(monkeypatch) -> None:
+    """The update never builds a (..., V) logits tensor: every op's output whose last dimension
+    is the whole vocabulary is a view of the LM head's weight (H, V), never positions x V."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import mas_trainer.learner as learner_mod
+
+    monkeypatch.setattr(learner_mod, "VOCAB_CHUNK", 64)
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    vocab, width = model.config.vocab_size, model.config.hidden_size
+    vocab_wide = []
+
+    class VocabWide(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, tuple | list) else [out]:
+                if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[-1] == vocab:
+                    vocab_wide.append(tuple(t.shape))
+            return out
+
+    learner = _learner(model, mini_batch_size=4, kl_coef=0.1, measure_change=1.0)
+    with VocabWide():
+        learner.update(samples)
+    assert set(vocab_wide) <= {(width, vocab)}, set(vocab_wide)

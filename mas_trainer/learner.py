@@ -699,15 +699,20 @@ class Learner:
         return role_token_weights(roles, [len(samples[i].completion_ids) for i in mini])
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
-        # Similar lengths together (less padding); identical prompts adjacent (shared prefill).
-        index = sorted(
-            index,
-            key=lambda i: (
-                len(samples[i].prompt_ids),
-                samples[i].prompt_ids,
-                samples[i].num_tokens,
-            ),
-        )
+        # Length buckets: similar lengths together (less padding). With shared prompts, identical
+        # prompts adjacent (shared prefill); without, by total length alone (a group's K
+        # completions of very different lengths then go to different micro-batches).
+        if self.share_prompts:
+            index = sorted(
+                index,
+                key=lambda i: (
+                    len(samples[i].prompt_ids),
+                    samples[i].prompt_ids,
+                    samples[i].num_tokens,
+                ),
+            )
+        else:
+            index = sorted(index, key=lambda i: (samples[i].num_tokens, i))
         for s in range(0, len(index), self.micro_batch_size):
             chunk = index[s : s + self.micro_batch_size]
             if self.share_prompts and len({tuple(samples[i].prompt_ids) for i in chunk}) < len(

@@ -7,9 +7,11 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
 ``update(samples)`` runs, for the samples of one training step (advantages already filled in):
 
 1. old log-probs: recompute the sampled tokens' log-probs with the learner's own forward pass
-   (no grad) and log ``perf/logprob_mismatch`` = mean |engine - learner| per token, so numeric
-   engine/learner differences show up as a metric instead of a silent bias in the ratio;
-   optionally the reference policy's log-probs for the KL term;
+   and log ``perf/logprob_mismatch`` = mean |engine - learner| per token, so numeric
+   engine/learner differences show up as a metric instead of a silent bias in the ratio. The
+   first mini-batch's training forward runs before any step: its detached log-probs are its old
+   ones, and only the other mini-batches' samples are scored (no grad) first. Optionally the
+   reference policy's log-probs for the KL term;
 2. ``epochs`` passes (default 1) over the samples, shuffled and cut into mini-batches of
    ``mini_batch_size`` samples; each mini-batch is one AdamW step on the PPO-clip token-mean loss
    (:func:`mas_trainer.at_grpo.ppo_clip_loss`, plus ``kl_coef * kl_k3``) after gradient clipping.
@@ -17,6 +19,11 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
    loss stays the token mean over the whole mini-batch;
 3. one step of the learning-rate schedule (the schedule counts ``update`` calls, i.e. training
    steps, so ``total_steps`` is the run's number of steps).
+
+Log-probs come from the final hidden states and the LM head's weight in vocabulary blocks
+(:func:`chunked_logprobs`): no ``(B, T, V)`` logits tensor is built (top-p < 1 aside).
+Checkpoints: :meth:`Learner.save` / :meth:`Learner.load` (torch distributed checkpoint, written
+from the live tensors, each rank its own shards).
 
 Precision: the parameters are the master weights and AdamW keeps its moments in their dtype. An
 AdamW step moves a weight by about ``lr``; a weight ``w`` stored in bf16 only changes when that
@@ -30,7 +37,8 @@ Sequences are right-padded prompt+completion; with right padding a causal model 
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
 runs only on the positions that predict completion tokens (prompt logits are never built). When
 several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
-runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work).
+runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
+without shared prompts, micro-batches are buckets of similar total length.
 """
 
 from __future__ import annotations

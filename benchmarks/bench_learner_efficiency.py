@@ -18,7 +18,10 @@ Printed side by side, in one run:
 3. **Peak logits memory**: the largest tensor whose last dimension is the whole vocabulary that
    the update creates, against the ``(b, Tc, V)`` fp32 logits of its largest micro-batch; and the
    same two figures at Qwen3's vocabulary and the paper's micro-batch (4 x 4096 tokens).
-4. Tokens/s against a bare fwd/bwd/AdamW loop: ``benchmarks/bench_learner.py`` (same samples).
+4. **Tokens/s** of ``Learner.update`` over a bare fwd/bwd/AdamW loop on the same samples and
+   mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
+   masked cross-entropy, backward, AdamW), medians of ``--repeats`` alternating runs. Wall time:
+   it depends on the machine's load, unlike the three figures above.
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -29,10 +32,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import time
 from typing import Any
 
 import torch
-from bench_learner import make_samples
+from bench_learner import bare_batches, bare_step, make_samples
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -116,6 +120,7 @@ def main() -> None:
     ap.add_argument("--paper-completion-len", type=int, default=4096)
     ap.add_argument("--paper-seeds", type=int, default=5, help="batches drawn for the padding")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of part 4")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     default_chunk = learner_mod.VOCAB_CHUNK
@@ -187,6 +192,33 @@ def main() -> None:
         f"{paper_tokens * default_chunk * 4 / 1e9:.2f} GB per block (VOCAB_CHUNK "
         f"{default_chunk}) vs {paper_tokens * QWEN3_VOCAB * 4 / 1e9:.2f} GB of whole logits"
     )
+    throughput(args, samples, common, tokens)
+
+
+def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], tokens: int) -> None:
+    model, tok = build_tiny_model(args.preset, seed=0)
+    model.train()
+    batches = bare_batches(samples, len(samples), tok.pad_token_id)
+    bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
+    learner = Learner(model, **common)
+    runs = {
+        "bare fwd/bwd/AdamW": lambda: bare_step(model, bare_opt, batches, extra_forward=False),
+        "Learner.update": lambda: learner.update(samples),
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():
+        fn()  # warm-up
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("4. tokens/s (wall time: depends on the machine's load)")
+    for name, t in med.items():
+        print(f"   {name:34s} {tokens / t:9.0f} tok/s")
+    ratio = med["bare fwd/bwd/AdamW"] / med["Learner.update"]
+    print(f"   Learner.update / bare               {ratio:.2f}x the tokens/s")
 
 
 if __name__ == "__main__":

@@ -259,6 +259,11 @@ class Learner:
             raise ValueError(
                 f"temperature must be > 0 (the engine's sampling temperature), got {temperature}"
             )
+        if not 0.0 <= measure_change <= 1.0:
+            raise ValueError(
+                f"measure_change is the share of samples re-scored after an update, in [0, 1]; "
+                f"got {measure_change}"
+            )
         self.model: Any = model  # a transformers or peft model
         self.adapter = adapter
         self.mini_batch_size = mini_batch_size

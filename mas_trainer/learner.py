@@ -966,7 +966,7 @@ class _ChunkedLogprobs(torch.autograd.Function):
     """``log softmax(h W^T / t)[y]`` over vocabulary blocks (see :func:`chunked_logprobs`)."""
 
     @staticmethod
-    def forward(  # type: ignore[override]
+    def forward(
         ctx: Any,
         hidden: torch.Tensor,  # (N, H)
         weight: torch.Tensor,  # (V, H)
@@ -1002,7 +1002,7 @@ class _ChunkedLogprobs(torch.autograd.Function):
         return picked - lse, entropy
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor, _: Any) -> tuple[Any, ...]:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor, _: Any) -> tuple[Any, ...]:
         hidden, weight, targets, lse = ctx.saved_tensors
         t, chunk = ctx.temperature, ctx.chunk
         kind, enabled, dtype = ctx.autocast
@@ -1060,7 +1060,7 @@ def read_checkpoint(folder: str | Path) -> dict[str, Any]:
     import torch.distributed.checkpoint as dcp
 
     folder = Path(folder)
-    saved = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
+    saved: dict[str, Any] = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
     tensors = {k: torch.empty(tuple(m.size), dtype=m.properties.dtype) for k, m in saved.items()}
     with _single_process_quiet():
         dcp.load(tensors, checkpoint_id=str(folder), no_dist=True)

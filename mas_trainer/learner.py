@@ -213,7 +213,9 @@ class Learner:
         measure_change: After each update, score this share of its samples again (every
             ``1 / measure_change``-th; a no-grad forward pass over them) and report
             ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
-            (0: off; 1: all samples).
+            (1: all samples, the default; 0: off; 0.25 saves three quarters of that pass, a
+            sixth of a forward + backward, but a sharded learner's ranks then measure other
+            subsets than one learner would).
         seed: Seed of the learner's own shuffling generator.
     """
 
@@ -244,7 +246,7 @@ class Learner:
         pad_token_id: int = 0,
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
-        measure_change: float = 0.25,
+        measure_change: float = 1.0,
         seed: int = 0,
     ) -> None:
         if mini_batch_size < 1 or (micro_batch_size is not None and micro_batch_size < 1):

@@ -7,9 +7,11 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
 ``update(samples)`` runs, for the samples of one training step (advantages already filled in):
 
 1. old log-probs: recompute the sampled tokens' log-probs with the learner's own forward pass
-   (no grad) and log ``perf/logprob_mismatch`` = mean |engine - learner| per token, so numeric
-   engine/learner differences show up as a metric instead of a silent bias in the ratio;
-   optionally the reference policy's log-probs for the KL term;
+   and log ``perf/logprob_mismatch`` = mean |engine - learner| per token, so numeric
+   engine/learner differences show up as a metric instead of a silent bias in the ratio. The
+   first mini-batch's training forward runs before any step: its detached log-probs are its old
+   ones, and only the other mini-batches' samples are scored (no grad) first. Optionally the
+   reference policy's log-probs for the KL term;
 2. ``epochs`` passes (default 1) over the samples, shuffled and cut into mini-batches of
    ``mini_batch_size`` samples; each mini-batch is one AdamW step on the PPO-clip token-mean loss
    (:func:`mas_trainer.at_grpo.ppo_clip_loss`, plus ``kl_coef * kl_k3``) after gradient clipping.
@@ -17,6 +19,11 @@ that base activates its adapter with ``set_adapter`` before each forward pass).
    loss stays the token mean over the whole mini-batch;
 3. one step of the learning-rate schedule (the schedule counts ``update`` calls, i.e. training
    steps, so ``total_steps`` is the run's number of steps).
+
+Log-probs come from the final hidden states and the LM head's weight in vocabulary blocks
+(:func:`chunked_logprobs`): no ``(B, T, V)`` logits tensor is built (top-p < 1 aside).
+Checkpoints: :meth:`Learner.save` / :meth:`Learner.load` (torch distributed checkpoint, written
+from the live tensors, each rank its own shards).
 
 Precision: the parameters are the master weights and AdamW keeps its moments in their dtype. An
 AdamW step moves a weight by about ``lr``; a weight ``w`` stored in bf16 only changes when that
@@ -30,7 +37,8 @@ Sequences are right-padded prompt+completion; with right padding a causal model 
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
 runs only on the positions that predict completion tokens (prompt logits are never built). When
 several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
-runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work).
+runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
+without shared prompts, micro-batches are buckets of similar total length.
 """
 
 from __future__ import annotations
@@ -39,15 +47,15 @@ import copy
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from mas_trainer.at_grpo import (
     kl_k3,
-    masked_mean,
     policy_change,
     ppo_clip_loss,
     role_token_weights,
@@ -61,6 +69,11 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
 LR_SCHEDULES = ("constant", "cosine")
+
+CHECKPOINT_FORMAT = 1
+"""Version of :meth:`Learner.save`'s layout (a torch distributed checkpoint + ``state.pt``)."""
+STATE_FILE = "state.pt"
+"""The small part of a learner checkpoint: hyperparameters, schedule, step count, RNG."""
 
 MIN_RESOLVABLE_SHARE = 0.5
 """A learner on bf16/fp16 parameters refuses a learning rate that can move fewer of its weights."""
@@ -197,8 +210,12 @@ class Learner:
             for every one of the K candidates of a group. Same numbers, up to K times less work
             when prompts dominate. Off under gradient checkpointing (which drops the cache).
         gradient_checkpointing: Trade compute for activation memory (large models).
-        measure_change: After each update, score its samples again (one no-grad forward pass) and
-            report ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy.
+        measure_change: After each update, score this share of its samples again (every
+            ``1 / measure_change``-th; a no-grad forward pass over them) and report
+            ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
+            (1: all samples, the default; 0: off; 0.25 saves three quarters of that pass, a
+            sixth of a forward + backward, but a sharded learner's ranks then measure other
+            subsets than one learner would).
         seed: Seed of the learner's own shuffling generator.
     """
 
@@ -229,7 +246,7 @@ class Learner:
         pad_token_id: int = 0,
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
-        measure_change: bool = True,
+        measure_change: float = 1.0,
         seed: int = 0,
     ) -> None:
         if mini_batch_size < 1 or (micro_batch_size is not None and micro_batch_size < 1):
@@ -243,6 +260,11 @@ class Learner:
         if temperature <= 0:
             raise ValueError(
                 f"temperature must be > 0 (the engine's sampling temperature), got {temperature}"
+            )
+        if not 0.0 <= measure_change <= 1.0:
+            raise ValueError(
+                f"measure_change is the share of samples re-scored after an update, in [0, 1]; "
+                f"got {measure_change}"
             )
         self.model: Any = model  # a transformers or peft model
         self.adapter = adapter
@@ -319,25 +341,37 @@ class Learner:
         if not torch.isfinite(advantages).all():
             raise ValueError("update: a sample has a non-finite advantage; check the rewards")
 
-        # 1. Old (and reference) log-probs, before any parameter moves.
-        old_lp = engine_lp
-        if self.recompute_logprobs:
-            old_lp, entropy = self._score(samples, with_entropy=True)
-            diff = torch.cat([(a - b).abs() for a, b in zip(engine_lp, old_lp, strict=True)])
-            metrics["perf/logprob_mismatch"] = diff.mean().item()
-            metrics["perf/logprob_mismatch_max"] = diff.max().item()
-            metrics["algo/entropy"] = entropy
+        # 1. Old (and reference) log-probs, before any parameter moves. The first mini-batch's
+        # forward pass runs before any step: its detached log-probs are the old ones (no
+        # separate scoring pass); the other mini-batches' samples are scored now.
+        minis = list(self._mini_batches(samples))
+        old_lp: list[torch.Tensor] = list(engine_lp)
+        entropy = [0.0, 0]  # summed over tokens, tokens
+        if self.recompute_logprobs and len(minis) > 1:
+            rest = [i for mini in minis[1:] for i in mini]
+            scored, (ent_sum, ent_n) = self._score([samples[i] for i in rest], with_entropy=True)
+            for i, lp in zip(rest, scored, strict=True):
+                old_lp[i] = lp
+            entropy = [ent_sum, ent_n]
         ref_lp = self._score(samples, reference=True)[0] if self.kl_coef > 0 else None
 
         # 2. PPO-clip passes.
         sums: dict[str, float] = {}
         n_tok = 0
         grad_norms: list[float] = []
-        for _ in range(self.epochs):
-            for mini in self._mini_batches(samples):
+        for epoch in range(self.epochs):
+            for k, mini in enumerate(minis if epoch == 0 else self._mini_batches(samples)):
+                own_old = self.recompute_logprobs and epoch == 0 and k == 0
                 mini_tokens = self._mini_tokens(samples, mini)
                 for batch in self._micro_batches(samples, mini):
-                    logp = self._logprobs(batch)  # (b, Tc)
+                    logp, ent = self._logprobs(batch, with_entropy=own_old)  # (b, Tc)
+                    if own_old:
+                        assert ent is not None
+                        detached = logp.detach().float().cpu()
+                        for r, i in enumerate(batch.index):
+                            old_lp[i] = detached[r, : len(samples[i].completion_ids)]
+                        entropy[0] += float((ent * batch.mask).sum())
+                        entropy[1] += batch.n_tokens
                     old = _pad([old_lp[i] for i in batch.index], logp.shape[1]).to(self.device)
                     loss, m = ppo_clip_loss(
                         logp,
@@ -356,18 +390,29 @@ class Learner:
                         m["loss/kl"] = kl.item()
                     # Token mean over the mini-batch: weigh each micro-batch by its token share.
                     (loss * (batch.n_tokens / mini_tokens)).backward()
-                    for k, v in m.items():
-                        sums[k] = sums.get(k, 0.0) + v * batch.n_tokens
+                    for key, v in m.items():
+                        sums[key] = sums.get(key, 0.0) + v * batch.n_tokens
                     n_tok += batch.n_tokens
                 grad_norms.append(self._optimizer_step())
         metrics.update({k: v / max(n_tok, 1) for k, v in sums.items()})
-        if self.measure_change:
+        if self.recompute_logprobs:
+            diff = torch.cat([(a - b).abs() for a, b in zip(engine_lp, old_lp, strict=True)])
+            metrics["perf/logprob_mismatch"] = diff.mean().item()
+            metrics["perf/logprob_mismatch_max"] = diff.max().item()
+            metrics["algo/entropy"] = entropy[0] / max(entropy[1], 1)
+        if self.measure_change > 0:
             # The in-loss clip fraction and KL describe the policy before each mini-batch's step
-            # (exactly 0 with one mini-batch): measure what the whole update did, after it.
-            new_lp = self._score(samples)[0]
+            # (exactly 0 with one mini-batch): measure what the whole update did, after it, on
+            # every (1 / measure_change)-th sample.
+            every = max(1, round(1 / self.measure_change))
+            picked = list(range(0, len(samples), every))
+            new_lp = self._score([samples[i] for i in picked])[0]
             metrics.update(
                 policy_change(
-                    torch.cat(new_lp), torch.cat(list(old_lp)), self.clip_low, self.clip_high
+                    torch.cat(new_lp),
+                    torch.cat([old_lp[i] for i in picked]),
+                    self.clip_low,
+                    self.clip_high,
                 )
             )
         metrics["algo/advantage_abs_mean"] = advantages.abs().mean().item()
@@ -414,7 +459,7 @@ class Learner:
             for mini in self._mini_batches(samples):
                 weight_of = dict(zip(mini, self._sft_weights(samples, mini), strict=True))
                 for batch in self._micro_batches(samples, mini):
-                    logp = self._logprobs(batch, temperature=1.0, top_p=1.0)  # (b, Tc)
+                    logp = self._logprobs(batch, temperature=1.0, top_p=1.0)[0]  # (b, Tc)
                     w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
                     loss = weighted_sft_loss(logp, batch.mask, w)
                     loss.backward()
@@ -464,36 +509,32 @@ class Learner:
 
     def state_dict(self) -> dict[str, Any]:
         """Trainable weights (the adapter's for LoRA), optimizer, schedule, step count and RNG
-        (and the KL reference's weights when the learner holds its own copy)."""
+        (and the KL reference's weights when the learner holds its own copy), in memory.
+
+        The tensors are the live ones, not copies (a copy of AdamW's moments is twice the model
+        again): save them, or copy what you keep, before the next update. Checkpoints use
+        :meth:`save`, which writes them without any copy.
+        """
         state = {
-            "trainable": {n: p.detach().clone() for n, p in self._params.items()},
-            # deepcopy: the optimizer's state dict references its live moment tensors.
-            "optimizer": copy.deepcopy(self.optimizer.state_dict()),
+            "trainable": {n: p.detach() for n, p in self._params.items()},
+            "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "updates": self.updates,
             "rng": self._rng.get_state(),
         }
         if self._own_ref:
             assert self.ref_model is not None
-            state["reference"] = {k: v.clone() for k, v in self.ref_model.state_dict().items()}
+            state["reference"] = {k: v.detach() for k, v in self.ref_model.state_dict().items()}
         return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore what :meth:`state_dict` saved (resume continues bit-for-bit where it stopped).
 
-
         Raises:
             KeyError: The checkpoint's trainable tensors do not match this learner's (another model
                 or another adapter).
         """
-        names = set(state["trainable"])
-        if names != set(self._params):
-            missing = sorted(set(self._params) - names)[:3]
-            extra = sorted(names - set(self._params))[:3]
-            raise KeyError(
-                f"checkpoint does not match this learner's parameters (missing e.g. {missing}, "
-                f"unexpected e.g. {extra}); was it saved from another model or adapter?"
-            )
+        self._check_names(set(state["trainable"]))
         with torch.no_grad():
             for n, p in self._params.items():
                 p.copy_(state["trainable"][n])
@@ -504,6 +545,129 @@ class Learner:
             self.ref_model.load_state_dict(state["reference"])
         self.updates = int(state["updates"])
         self._rng.set_state(state["rng"])
+
+    def save(self, folder: str | Path) -> None:
+        """Write the resumable state into ``folder`` with torch's distributed checkpoint.
+
+        The tensors (master weights, AdamW moments, the KL reference) go through
+        ``torch.distributed.checkpoint.save`` straight from the live tensors, one at a time: no
+        copy of the optimizer is made, and on a sharded learner each rank writes only its own
+        shards (``__<rank>_0.distcp``), so no rank ever holds more than its shard. The small
+        state (hyperparameters, schedule, step count, RNG) goes to ``folder/state.pt`` (rank 0).
+        Any number of ranks (or one process) can :meth:`load` it: the checkpoint is resharded on
+        load. A collective on a sharded or replicated learner: call it on every rank.
+        """
+        import torch.distributed.checkpoint as dcp
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        with _single_process_quiet():
+            dcp.save(self._checkpoint_tensors(), checkpoint_id=str(folder), no_dist=not _in_group())
+        if _rank() == 0:
+            groups = [
+                {k: v for k, v in g.items() if k != "params"} for g in self.optimizer.param_groups
+            ]
+            meta = {
+                "format": CHECKPOINT_FORMAT,
+                "param_groups": groups,
+                "scheduler": self.scheduler.state_dict(),
+                "updates": self.updates,
+                "rng": self._rng.get_state(),
+            }
+            torch.save(meta, folder / STATE_FILE)
+
+    def load(
+        self, folder: str | Path, *, lr: float | None = None, weight_decay: float | None = None
+    ) -> None:
+        """Restore what :meth:`save` wrote (on any number of ranks), in place: each rank reads
+        only its shards into its live tensors; resume continues bit-for-bit.
+
+        Args:
+            folder: A folder written by :meth:`save`.
+            lr: The peak learning rate to run at from now on (default: the saved one), as
+                :func:`with_hyperparameters` sets it (the schedule's position is kept).
+            weight_decay: AdamW's weight decay from now on (default: the saved one).
+
+        Raises:
+            KeyError: The checkpoint's trainable tensors do not match this learner's.
+            FileNotFoundError: ``folder`` holds no learner checkpoint.
+        """
+        import torch.distributed.checkpoint as dcp
+
+        folder = Path(folder)
+        if not (folder / STATE_FILE).is_file() or not (folder / ".metadata").is_file():
+            raise FileNotFoundError(
+                f"{folder} is not a learner checkpoint (Learner.save writes .metadata and "
+                f"{STATE_FILE} there)"
+            )
+        saved = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
+        self._check_names(
+            {k.removeprefix("trainable.") for k in saved if k.startswith("trainable.")}
+        )
+        self._prepare_optimizer_state(saved)
+        tensors = {k: v for k, v in self._checkpoint_tensors().items() if k in saved}
+        with torch.no_grad(), _single_process_quiet():
+            dcp.load(tensors, checkpoint_id=str(folder), no_dist=not _in_group())
+        meta = torch.load(folder / STATE_FILE, weights_only=False)
+        state = {
+            "optimizer": {"param_groups": meta["param_groups"]},
+            "scheduler": meta["scheduler"],
+        }
+        if lr is not None or weight_decay is not None:
+            group = meta["param_groups"][0]
+            state = with_hyperparameters(
+                state,
+                lr=group["initial_lr"] if lr is None else lr,
+                weight_decay=group["weight_decay"] if weight_decay is None else weight_decay,
+            )
+        for group, saved_group in zip(
+            self.optimizer.param_groups, state["optimizer"]["param_groups"], strict=True
+        ):
+            group.update(saved_group)
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.updates = int(meta["updates"])
+        self._rng.set_state(meta["rng"])
+
+    def _checkpoint_tensors(self) -> dict[str, torch.Tensor]:
+        """The live tensors a checkpoint holds, by flat name (DTensor shards on a sharded
+        learner): ``trainable.<param>``, ``optimizer.<param>.<state>``, ``reference.<tensor>``."""
+        out = {f"trainable.{n}": p.detach() for n, p in self._params.items()}
+        for n, p in self._params.items():
+            for k, v in self.optimizer.state.get(p, {}).items():
+                if torch.is_tensor(v):
+                    out[f"optimizer.{n}.{k}"] = v
+        if self._own_ref:
+            assert self.ref_model is not None
+            out.update({f"reference.{k}": v for k, v in self.ref_model.state_dict().items()})
+        return out
+
+    def _prepare_optimizer_state(self, saved: dict[str, Any]) -> None:
+        """Give every parameter the optimizer-state tensors the checkpoint has for it (zeros,
+        laid out as the parameter, to be loaded into in place), and none it lacks (a
+        checkpoint saved before the parameter's first step)."""
+        for n, p in self._params.items():
+            keys = [k for k in saved if k.startswith(f"optimizer.{n}.")]
+            if not keys:
+                self.optimizer.state.pop(p, None)
+                continue
+            entry = self.optimizer.state[p]
+            for key in keys:
+                meta = saved[key]
+                name = key.removeprefix(f"optimizer.{n}.")
+                dtype = meta.properties.dtype
+                if tuple(meta.size) == tuple(p.shape):
+                    entry[name] = torch.zeros_like(p, dtype=dtype)
+                else:  # AdamW's step count: a scalar on the CPU
+                    entry[name] = torch.zeros(tuple(meta.size), dtype=dtype)
+
+    def _check_names(self, names: set[str]) -> None:
+        if names != set(self._params):
+            missing = sorted(set(self._params) - names)[:3]
+            extra = sorted(names - set(self._params))[:3]
+            raise KeyError(
+                f"checkpoint does not match this learner's parameters (missing e.g. {missing}, "
+                f"unexpected e.g. {extra}); was it saved from another model or adapter?"
+            )
 
     # ---------------------------------------------------------------- internals
 
@@ -550,15 +714,20 @@ class Learner:
         return role_token_weights(roles, [len(samples[i].completion_ids) for i in mini])
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
-        # Similar lengths together (less padding); identical prompts adjacent (shared prefill).
-        index = sorted(
-            index,
-            key=lambda i: (
-                len(samples[i].prompt_ids),
-                samples[i].prompt_ids,
-                samples[i].num_tokens,
-            ),
-        )
+        # Length buckets: similar lengths together (less padding). With shared prompts, identical
+        # prompts adjacent (shared prefill); without, by total length alone (a group's K
+        # completions of very different lengths then go to different micro-batches).
+        if self.share_prompts:
+            index = sorted(
+                index,
+                key=lambda i: (
+                    len(samples[i].prompt_ids),
+                    samples[i].prompt_ids,
+                    samples[i].num_tokens,
+                ),
+            )
+        else:
+            index = sorted(index, key=lambda i: (samples[i].num_tokens, i))
         for s in range(0, len(index), self.micro_batch_size):
             chunk = index[s : s + self.micro_batch_size]
             if self.share_prompts and len({tuple(samples[i].prompt_ids) for i in chunk}) < len(
@@ -606,14 +775,26 @@ class Learner:
         empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
         return _Batch(empty, empty, targets.to(d), mask.to(d), index, prefix)
 
-    def _logits(self, model: Any, batch: _Batch) -> torch.Tensor:
-        """``(b, Tc, V)`` logits at the positions that predict completion tokens."""
+    def _token_logprobs(
+        self,
+        model: Any,
+        batch: _Batch,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(b, Tc)`` log-probs of the targets (and, with ``with_entropy``, the ``(b, Tc)``
+        entropy of each position's distribution, without grad) under ``model``."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         with self._autocast():
             if batch.prefix is None:
-                return completion_logits(base, batch.input_ids, batch.positions)
-            hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)  # (b, Tc, H)
-            return base.get_output_embeddings()(hidden)  # (b, Tc, V)
+                hidden = completion_hidden(base, batch.input_ids, batch.positions)
+            else:
+                hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
+            return hidden_logprobs(
+                base.get_output_embeddings(), hidden, batch.targets, temperature, top_p,
+                with_entropy,
+            )  # fmt: skip
 
     def _shared_prefix_hidden(self, base: Any, decoder: Any, batch: _Batch) -> torch.Tensor:
         """``(b, Tc, H)`` hidden states predicting each completion token, prompts run once."""
@@ -652,21 +833,27 @@ class Learner:
         return torch.cat([first, rest], dim=1)
 
     def _logprobs(
-        self, batch: _Batch, temperature: float | None = None, top_p: float | None = None
-    ) -> torch.Tensor:
-        """``(b, Tc)`` log-probs of the targets under the trained policy (with grad)."""
+        self,
+        batch: _Batch,
+        temperature: float | None = None,
+        top_p: float | None = None,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(b, Tc)`` log-probs of the targets under the trained policy (with grad), and the
+        entropy (no grad) with ``with_entropy``."""
         if self.adapter is not None:
             self.model.set_adapter(self.adapter)
         self.model.train()
-        logits = self._logits(self.model, batch)
         t = self.temperature if temperature is None else temperature
-        return token_logprobs(logits, batch.targets, t, self.top_p if top_p is None else top_p)
+        p = self.top_p if top_p is None else top_p
+        return self._token_logprobs(self.model, batch, t, p, with_entropy)
 
     @torch.no_grad()
     def _score(
         self, samples: Sequence[TrainSample], *, reference: bool = False, with_entropy: bool = False
-    ) -> tuple[list[torch.Tensor], float]:
-        """Per-sample log-prob vectors under the policy (or the reference) and the mean entropy."""
+    ) -> tuple[list[torch.Tensor], tuple[float, int]]:
+        """Per-sample log-prob vectors under the policy (or the reference), and the entropy summed
+        over the samples' tokens with their count."""
         model = self.model if not reference or self.ref_model is None else self.ref_model
         if self.adapter is not None:
             self.model.set_adapter(self.adapter)
@@ -680,17 +867,16 @@ class Learner:
         model.eval()
         with ctx:
             for batch in self._micro_batches(samples, list(range(len(samples)))):
-                logits = self._logits(model, batch)  # (b, Tc, V)
-                lp = token_logprobs(logits, batch.targets, self.temperature, self.top_p)
-                if with_entropy:
-                    logp_all = (logits.float() / self.temperature).log_softmax(-1)  # (b, Tc, V)
-                    ent = -(logp_all.exp() * logp_all).sum(-1)  # (b, Tc)
-                    ent_sum += masked_mean(ent, batch.mask).item() * batch.n_tokens
+                lp, ent = self._token_logprobs(
+                    model, batch, self.temperature, self.top_p, with_entropy
+                )
+                if ent is not None:
+                    ent_sum += float((ent * batch.mask).sum())
                     n_tok += batch.n_tokens
                 for r, i in enumerate(batch.index):
                     out[i] = lp[r, : len(samples[i].completion_ids)].float().cpu()
         model.train(was_training)
-        return out, ent_sum / max(n_tok, 1)
+        return out, (ent_sum, n_tok)
 
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.dtype is None:
@@ -698,13 +884,208 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def completion_logits(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """``(b, Tc, V)`` logits of a causal LM at ``positions`` only (the LM head never runs on the
-    prompt): the decoder over ``input_ids`` ``(b, L)``, its hidden states gathered at
-    ``positions`` ``(b, Tc)``, then the output embeddings."""
+def completion_hidden(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """``(b, Tc, H)`` final hidden states of a causal LM at ``positions`` only (those predicting
+    completion tokens): the decoder over ``input_ids`` ``(b, L)``, gathered at ``positions``
+    ``(b, Tc)``. The LM head never runs on the prompt."""
     full = model.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state  # (b, L, H)
     idx = positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
-    return model.get_output_embeddings()(full.gather(1, idx))  # (b, Tc, V)
+    return full.gather(1, idx)
+
+
+VOCAB_CHUNK = 8192
+"""Vocabulary rows per chunk of :func:`chunked_logprobs`: at 4 x 4096 completion tokens, one
+chunk's fp32 logits are 0.5 GB, where the whole (B, T, V) tensor of Qwen3's 151,936 ids is 10 GB."""
+
+
+def hidden_logprobs(
+    head: Any,
+    hidden: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float,
+    top_p: float,
+    with_entropy: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``(b, Tc)`` log-probs of ``targets`` under ``softmax(head(hidden) / temperature)`` and,
+    with ``with_entropy``, the ``(b, Tc)`` entropy of each distribution (no grad).
+
+    With ``top_p == 1`` and a bias-free head (every Qwen and Llama LM head) the vocabulary is
+    processed in chunks (:func:`chunked_logprobs`), so no ``(b, Tc, V)`` tensor exists; top-p
+    needs each position's whole sorted distribution and builds the logits.
+    """
+    if top_p >= 1.0 and getattr(head, "bias", None) is None and hasattr(head, "weight"):
+        return chunked_logprobs(hidden, head.weight, targets, temperature, with_entropy)
+    logits = head(hidden)  # (b, Tc, V)
+    logp = token_logprobs(logits, targets, temperature, top_p)
+    if not with_entropy:
+        return logp, None
+    with torch.no_grad():
+        logp_all = (logits.float() / temperature).log_softmax(-1)  # (b, Tc, V)
+        return logp, -(logp_all.exp() * logp_all).sum(-1)
+
+
+def chunked_logprobs(
+    hidden: torch.Tensor,
+    weight: torch.Tensor,
+    targets: torch.Tensor,
+    temperature: float = 1.0,
+    with_entropy: bool = False,
+    chunk: int | None = None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Log-probs of ``targets`` under ``softmax(hidden @ weight.T / temperature)``, the vocabulary
+    in chunks of ``chunk`` rows: the same numbers as :func:`~mas_trainer.at_grpo.token_logprobs`
+    on the whole logits (fp32 softmax over the matmul's output, as there), with at most one
+    ``(N, chunk)`` block alive. The backward pass recomputes each block (one more matmul of the
+    LM head's size) instead of keeping the logits.
+
+    Args:
+        hidden: ``(..., H)`` final hidden states (grad flows to them).
+        weight: ``(V, H)`` the LM head (grad flows to it; tied embeddings included).
+        targets: ``(...)`` long token ids.
+        temperature: Softmax temperature (> 0).
+        with_entropy: Also return each position's entropy (no grad; no extra matmul).
+        chunk: Vocabulary rows per block (default :data:`VOCAB_CHUNK`).
+
+    Returns:
+        ``(logp, entropy)``: ``(...)`` float32, and ``(...)`` float32 or None.
+    """
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0 for log-probs, got {temperature}")
+    shape = targets.shape
+    flat_h = hidden.reshape(-1, hidden.shape[-1])  # (N, H)
+    logp, entropy = _ChunkedLogprobs.apply(
+        flat_h, weight, targets.reshape(-1), temperature, chunk or VOCAB_CHUNK, with_entropy
+    )
+    return logp.view(shape), (entropy.view(shape) if with_entropy else None)
+
+
+def _autocast_state(device: torch.device) -> tuple[str, bool, torch.dtype]:
+    kind = device.type
+    return kind, torch.is_autocast_enabled(kind), torch.get_autocast_dtype(kind)
+
+
+class _ChunkedLogprobs(torch.autograd.Function):
+    """``log softmax(h W^T / t)[y]`` over vocabulary blocks (see :func:`chunked_logprobs`)."""
+
+    @staticmethod
+    def forward(
+        ctx: Any,
+        hidden: torch.Tensor,  # (N, H)
+        weight: torch.Tensor,  # (V, H)
+        targets: torch.Tensor,  # (N,)
+        temperature: float,
+        chunk: int,
+        with_entropy: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        n = hidden.shape[0]
+        dev = hidden.device
+        run_max = torch.full((n,), -math.inf, device=dev)  # (N,) running max of the logits
+        run_sum = torch.zeros(n, device=dev)  # (N,) sum exp(z - max)
+        run_dot = torch.zeros(n, device=dev)  # (N,) sum exp(z - max) * z (for the entropy)
+        picked = torch.zeros(n, device=dev)  # (N,) the target's logit
+        for start in range(0, weight.shape[0], chunk):
+            z = (hidden @ weight[start : start + chunk].T).float() / temperature  # (N, c)
+            new_max = torch.maximum(run_max, z.amax(-1))
+            scale = torch.exp(run_max - new_max)
+            e = torch.exp(z - new_max.unsqueeze(-1))  # (N, c)
+            run_sum = run_sum * scale + e.sum(-1)
+            if with_entropy:
+                run_dot = run_dot * scale + (e * z).sum(-1)
+            run_max = new_max
+            inside = (targets >= start) & (targets < start + z.shape[1])
+            local = (targets - start).clamp(0, z.shape[1] - 1).unsqueeze(-1)
+            picked = torch.where(inside, z.gather(-1, local).squeeze(-1), picked)
+        lse = run_max + run_sum.log()  # (N,)
+        entropy = lse - run_dot / run_sum if with_entropy else torch.empty(0, device=dev)
+        ctx.save_for_backward(hidden, weight, targets, lse)
+        ctx.temperature, ctx.chunk = temperature, chunk
+        ctx.autocast = _autocast_state(dev)
+        ctx.mark_non_differentiable(entropy)
+        return picked - lse, entropy
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor, _: Any) -> tuple[Any, ...]:
+        hidden, weight, targets, lse = ctx.saved_tensors
+        t, chunk = ctx.temperature, ctx.chunk
+        kind, enabled, dtype = ctx.autocast
+        grad_h = torch.zeros_like(hidden, dtype=torch.float32) if ctx.needs_input_grad[0] else None
+        grad_w = torch.zeros_like(weight, dtype=torch.float32) if ctx.needs_input_grad[1] else None
+        with torch.autocast(kind, dtype=dtype, enabled=enabled):
+            for start in range(0, weight.shape[0], chunk):
+                w = weight[start : start + chunk]  # (c, H)
+                z = (hidden @ w.T).float() / t  # (N, c), recomputed
+                # d logp / d z = onehot(y) - softmax(z); times the incoming grad, / t for h W^T
+                dz = -torch.exp(z - lse.unsqueeze(-1)) * grad.unsqueeze(-1)  # (N, c)
+                inside = (targets >= start) & (targets < start + z.shape[1])
+                rows = inside.nonzero().squeeze(-1)
+                dz[rows, targets[rows] - start] += grad[rows]
+                dz = (dz / t).to(z.dtype if not enabled else dtype)
+                if grad_h is not None:
+                    grad_h += (dz @ w.to(dz.dtype)).float()
+                if grad_w is not None:
+                    grad_w[start : start + chunk] += (dz.T @ hidden.to(dz.dtype)).float()
+        return (
+            None if grad_h is None else grad_h.to(hidden.dtype),
+            None if grad_w is None else grad_w.to(weight.dtype),
+            None, None, None, None,
+        )  # fmt: skip
+
+
+def _in_group() -> bool:
+    """Whether this process is a rank of a ``torch.distributed`` group (a sharded or replicated
+    learner), so checkpoint I/O is a collective."""
+    import torch.distributed as dist
+
+    return dist.is_available() and dist.is_initialized()
+
+
+@contextmanager
+def _single_process_quiet() -> Iterator[None]:
+    """Silence torch's notice that a checkpoint is read or written by one process (intended)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="torch.distributed is disabled")
+        yield
+
+
+def read_checkpoint(folder: str | Path) -> dict[str, Any]:
+    """A learner checkpoint (:meth:`Learner.save`) read whole into this process, for inspection.
+
+    Returns:
+        ``{"trainable": {param: tensor}, "optimizer": {"state": {param: {"step", "exp_avg",
+        ...}}, "param_groups": [...]}, "scheduler", "updates", "rng"}`` (and ``"reference"``
+        when the learner kept its own KL reference): the layout of :meth:`Learner.state_dict`
+        with the optimizer state keyed by parameter name. It holds the whole state in memory;
+        resuming goes through :meth:`Learner.load`, which reads each rank's shards only.
+    """
+    import torch.distributed.checkpoint as dcp
+
+    folder = Path(folder)
+    saved: dict[str, Any] = dcp.FileSystemReader(str(folder)).read_metadata().state_dict_metadata
+    tensors = {k: torch.empty(tuple(m.size), dtype=m.properties.dtype) for k, m in saved.items()}
+    with _single_process_quiet():
+        dcp.load(tensors, checkpoint_id=str(folder), no_dist=True)
+    meta = torch.load(folder / STATE_FILE, weights_only=False)
+    out: dict[str, Any] = {
+        "trainable": {},
+        "optimizer": {"state": {}, "param_groups": meta["param_groups"]},
+        **{k: meta[k] for k in ("scheduler", "updates", "rng")},
+    }
+    for key, t in tensors.items():
+        kind, name = key.split(".", 1)
+        if kind == "optimizer":
+            param, state = name.rsplit(".", 1)
+            out["optimizer"]["state"].setdefault(param, {})[state] = t
+        else:
+            out.setdefault(kind, {})[name] = t
+    return out
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+
+    return dist.get_rank() if _in_group() else 0
 
 
 def _pad(rows: list[torch.Tensor], width: int) -> torch.Tensor:
@@ -758,9 +1139,13 @@ def with_hyperparameters(
     Loading a saved optimiser and schedule restores their rate and decay, so a resumed run would
     keep the old ones whatever its config says; this sets the config's (the schedule's position
     is kept: the current rate is ``lr`` times the schedule's factor now). Pure: ``state`` is not
-    changed.
+    changed (only its small hyperparameter dicts are copied, never its tensors).
     """
-    state = {**state, "optimizer": copy.deepcopy(state["optimizer"])}
+    optimizer = state["optimizer"]
+    state = {
+        **state,
+        "optimizer": {**optimizer, "param_groups": copy.deepcopy(optimizer["param_groups"])},
+    }
     sched = dict(state["scheduler"])
     old_base = list(sched.get("base_lrs") or [])
     groups = state["optimizer"]["param_groups"]

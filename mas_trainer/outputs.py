@@ -8,7 +8,7 @@ Layout of ``runs/<name>/``::
     plots/*.png          success by phase, warm-start loss, reward/return/turns per role
     transcripts.jsonl    sample episodes of each evaluation (prompts, actions, rewards)
     summary.json         held-out success before / after warm start / after RL, wall time
-    checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>.pt + trainer_state.json
+    checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>/ + trainer_state.json
     checkpoints/latest   name of the newest complete checkpoint
     checkpoints/best/    the weights the validation split chose (``eval.select_every``), same layout
 

@@ -27,7 +27,9 @@ Checkpoint layout (inside ``checkpoints/step-N/`` of a run folder, :mod:`mas_tra
 
     <policy>/              a Hugging Face folder per policy (shared, per_role)
     base/ + adapters/<p>/  the frozen base and one peft adapter per policy (per_role_lora)
-    learner-<policy>.pt    the learner's optimiser, schedule and generator state (resume)
+    learner-<policy>/      the learner's resumable state: master weights, AdamW moments (a torch
+                           distributed checkpoint, one file per learner rank), state.pt (schedule,
+                           hyperparameters, step count, generator; Learner.save)
     trainer_state.json     step, RNG states, policy_of, summary so far, log sizes (resume)
     COMPLETE               written last: the folder is whole (see mas_trainer.outputs)
 """
@@ -55,6 +57,7 @@ __all__ = [
     "build_policies",
     "engine_weights",
     "load_checkpoint_engines",
+    "load_learner_state",
     "make_learner",
     "role_policies",
     "save_checkpoint",
@@ -71,7 +74,10 @@ class PolicyLearner(Protocol):
     def sft_update(
         self, samples: Sequence[TrainSample], lr: float | None = None
     ) -> dict[str, float]: ...
-    def state_dict(self) -> dict[str, Any]: ...
+    def save(self, folder: str | Path) -> None: ...
+    def load(
+        self, folder: str | Path, *, lr: float | None = None, weight_decay: float | None = None
+    ) -> None: ...
     def load_state_dict(self, state: dict[str, Any]) -> None: ...
     def reset_reference(self) -> None: ...
 
@@ -266,7 +272,6 @@ def save_checkpoint(
     """Checkpoint every policy (HF folder of its master weights, its tokenizer, learner state) and
     the trainer state, atomically. ``tag="best"`` writes ``checkpoints/best`` instead of
     ``checkpoints/step-N`` (it neither moves ``latest`` nor counts toward the kept ones)."""
-    import torch
 
     def write(folder: Path) -> None:
         lora = any(pol.adapter is not None for pol in policies.values())
@@ -285,11 +290,43 @@ def save_checkpoint(
             if not lora:
                 pol.model.save_pretrained(folder / name)
                 pol.tokenizer.save_pretrained(folder / name)
-            if pol.learner is not None:
-                torch.save(pol.learner.state_dict(), folder / f"learner-{name}.pt")
+            if pol.learner is not None:  # every rank writes its own shards, no copies
+                pol.learner.save(folder / f"learner-{name}")
         (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
 
     return run.save_checkpoint(step, write, tag=tag)
+
+
+def load_learner_state(
+    folder: Path, pol: Policy, *, lr: float | None = None, weight_decay: float | None = None
+) -> bool:
+    """Restore ``pol.learner`` from checkpoint ``folder`` (``learner-<policy>/``, or the single
+    ``learner-<policy>.pt`` file of checkpoints written before the sharded format), running at
+    ``lr`` / ``weight_decay`` from now on when given (the config's, not the saved ones).
+
+    Returns:
+        Whether the checkpoint held a learner state for the policy.
+    """
+    assert pol.learner is not None
+    if (folder / f"learner-{pol.name}").is_dir():
+        pol.learner.load(folder / f"learner-{pol.name}", lr=lr, weight_decay=weight_decay)
+        return True
+    legacy = folder / f"learner-{pol.name}.pt"
+    if not legacy.is_file():
+        return False
+    import torch
+
+    from mas_trainer.learner import with_hyperparameters
+
+    state = torch.load(legacy, weights_only=False)
+    group = state["optimizer"]["param_groups"][0]
+    state = with_hyperparameters(
+        state,
+        lr=group["initial_lr"] if lr is None else lr,
+        weight_decay=group["weight_decay"] if weight_decay is None else weight_decay,
+    )
+    pol.learner.load_state_dict(state)
+    return True
 
 
 def load_checkpoint_engines(

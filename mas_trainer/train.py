@@ -54,13 +54,13 @@ from mas_trainer import at_grpo, baselines
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
-from mas_trainer.learner import with_hyperparameters
 from mas_trainer.lockstep import once_each
 from mas_trainer.outputs import RunDir, cpu_seconds, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     Policy,
     build_policies,
+    load_learner_state,
     make_learner,
     role_policies,
     save_checkpoint,
@@ -233,11 +233,10 @@ def _train(
         pol.learner = make_learner(
             cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
         )
-        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
-            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
+        if ckpt is not None:
             # The saved optimiser would restore its own rate and decay: the config's win.
             lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
-            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
+            load_learner_state(ckpt, pol, lr=lr, weight_decay=wd)
     learners = {n: p.learner for n, p in policies.items() if p.learner is not None}
     side_by_side = cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies)
     warmstart_steps = max(cfg.optim.warmstart_steps_of(name) for name in policies)
@@ -392,11 +391,7 @@ def _train(
         summary["success_best_validation"] = best["success"]
         if best["step"] != step:
             for pol in policies.values():
-                learner_state = torch.load(
-                    run.path / "checkpoints" / "best" / f"learner-{pol.name}.pt",
-                    weights_only=False,
-                )
-                pol.learner.load_state_dict(learner_state)
+                load_learner_state(run.path / "checkpoints" / "best", pol)
             sync_engines(policies, cfg.model.engine_weights_dtype)
             m = evaluate(step, "best", prefix="eval_best")
         else:

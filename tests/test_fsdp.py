@@ -73,12 +73,15 @@ def _rank(rank: int, world: int, folder: str) -> None:
     a, tok = learner()
     out["fp32_metrics"] = step(a, tok)
     out["fp32_weights"] = a.full_weights()
-    saved = a.state_dict()
-    out["fp32_state"] = saved
+    a.save(f"{folder}/ckpt")  # each rank writes its own shards
+    out["local_bytes"] = [
+        sum(t.to_local().nbytes if hasattr(t, "to_local") else t.nbytes for t in group)
+        for group in (list(a._params.values()), list(_moments(a)))
+    ]
     step(a, tok, flip=True)
     out["continued"] = a.full_weights()
-    b, _ = learner()  # a fresh sharded learner resumes from the saved state
-    b.load_state_dict(saved)
+    b, _ = learner()  # a fresh sharded learner resumes from the saved shards
+    b.load(f"{folder}/ckpt")
     step(b, tok, flip=True)
     out["resumed"] = b.full_weights()
     d, _ = learner()  # a warm-start step: each role's token mean over the whole group's batch
@@ -95,6 +98,10 @@ def _rank(rank: int, world: int, folder: str) -> None:
     dist.destroy_process_group()
 
 
+def _moments(learner):
+    return [v for entry in learner.optimizer.state.values() for v in entry.values() if v.dim()]
+
+
 @pytest.fixture(scope="module")
 def sharded(tmp_path_factory):
     import torch.multiprocessing as mp
@@ -102,7 +109,9 @@ def sharded(tmp_path_factory):
     folder = str(tmp_path_factory.mktemp("fsdp"))
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     mp.spawn(_rank, args=(2, folder), nprocs=2)
-    return torch.load(f"{folder}/out.pt", weights_only=False)
+    out = torch.load(f"{folder}/out.pt", weights_only=False)
+    out["checkpoint"] = f"{folder}/ckpt"
+    return out
 
 
 def _unsharded(dtype=None, samples_flip=None):
@@ -188,10 +197,9 @@ def test_sharded_checkpoint_loads_into_an_unsharded_learner(sharded):
     from mas_trainer.learner import Learner
     from mas_trainer.models import build_tiny_model
 
-    state = sharded["fp32_state"]
     model, tok = build_tiny_model("tiny", seed=0)
     learner = Learner(model, **_kwargs(tok))
-    learner.load_state_dict(state)  # full tensors, the unsharded learner's own format
+    learner.load(sharded["checkpoint"])  # resharded: the two ranks' shards into whole tensors
     for name, p in model.named_parameters():
         assert torch.equal(p, sharded["fp32_weights"][name]), name
     learner.update(_samples(tok, flip=True)[:7])
@@ -201,3 +209,19 @@ def test_sharded_checkpoint_loads_into_an_unsharded_learner(sharded):
     # The same second step up to rounding, which AdamW amplifies where m / sqrt(v) is near 0/0
     # (measured max |diff| 1.4e-3 = 0.14 LR).
     assert worst < 0.3 * LR
+
+
+def test_each_rank_writes_only_its_own_shard(sharded):
+    """The checkpoint is written by the ranks, each its own shards (the old format gathered every
+    weight and moment whole on every rank, and the driver wrote them)."""
+    from pathlib import Path
+
+    files = {p.name: p.stat().st_size for p in Path(sharded["checkpoint"]).glob("*.distcp")}
+    assert sorted(files) == ["__0_0.distcp", "__1_0.distcp"]
+    whole = {id(t): t for t in sharded["fp32_weights"].values()}  # tied embeddings: once
+    total = sum(t.nbytes for t in whole.values())  # the whole model, fp32
+    # weights + 2 AdamW moments on this rank: about a half of the whole state
+    local_params, local_moments = sharded["local_bytes"]
+    assert local_moments == 2 * local_params and local_params < 0.6 * total
+    for size in files.values():  # each file holds about one rank's shards, not the whole state
+        assert 0.3 * (3 * total) < size < 0.7 * (3 * total)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 
@@ -161,7 +162,11 @@ def test_state_dict_resume_continues_identically() -> None:
         model_a, mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1
     )
     learner_a.update(batch1)
-    saved = learner_a.state_dict()
+    live = learner_a.state_dict()  # the live tensors, as torch's own state_dicts: no copies
+    assert all(
+        live["trainable"][n].data_ptr() == p.data_ptr() for n, p in model_a.named_parameters()
+    )
+    saved = copy.deepcopy(live)  # a snapshot kept across an update is the caller's copy
     learner_a.update(batch2)
 
     model_b, _ = build_tiny_model("tiny", seed=9)  # different weights: all must come from the state
@@ -174,6 +179,80 @@ def test_state_dict_resume_continues_identically() -> None:
     for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
         assert torch.equal(p, q)
     assert learner_a.optimizer.param_groups[0]["lr"] == learner_b.optimizer.param_groups[0]["lr"]
+
+
+def test_saved_checkpoint_resumes_bit_for_bit_and_takes_new_hyperparameters(tmp_path) -> None:
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    batch1 = _samples(model_a, tok, n=10, seed=1)
+    batch2 = _samples(model_a, tok, n=10, seed=2)
+    kw = dict(mini_batch_size=4, lr_schedule="cosine", total_steps=5, warmup_steps=1, kl_coef=0.1)
+    learner_a = _learner(model_a, **kw)
+    learner_a.update(batch1)
+    learner_a.save(tmp_path / "a")
+    learner_a.update(batch2)
+
+    model_b, _ = build_tiny_model("tiny", seed=9)  # different weights: all must come from disk
+    learner_b = _learner(model_b, **kw)
+    learner_b.load(tmp_path / "a")
+    assert learner_b.updates == 1
+    learner_b.update(batch2)
+    for p, q in zip(model_a.parameters(), model_b.parameters(), strict=True):
+        assert torch.equal(p, q)
+    a_state, b_state = learner_a.optimizer.state_dict(), learner_b.optimizer.state_dict()
+    for k, entry in a_state["state"].items():
+        assert all(torch.equal(v, b_state["state"][k][n]) for n, v in entry.items())
+    assert a_state["param_groups"] == b_state["param_groups"]
+    assert learner_a.ref_model is not None and learner_b.ref_model is not None
+    for p, q in zip(
+        learner_a.ref_model.parameters(), learner_b.ref_model.parameters(), strict=True
+    ):
+        assert torch.equal(p, q)  # the KL reference is part of the state too
+
+    # A resume at another rate and decay keeps the schedule's position.
+    model_c, _ = build_tiny_model("tiny", seed=9)
+    learner_c = _learner(model_c, **kw)
+    learner_c.load(tmp_path / "a", lr=5e-4, weight_decay=0.1)
+    group = learner_c.optimizer.param_groups[0]
+    assert group["initial_lr"] == 5e-4 and group["weight_decay"] == 0.1
+    assert group["lr"] == pytest.approx(5e-4 * learner_a.scheduler.lr_lambdas[0](1))
+
+    other, _ = build_tiny_model("small", seed=0)
+    with pytest.raises(KeyError, match="does not match this learner's parameters"):
+        _learner(other).load(tmp_path / "a")
+    with pytest.raises(FileNotFoundError, match="not a learner checkpoint"):
+        learner_c.load(tmp_path)
+
+
+def _peak_cpu_bytes(fn) -> int:
+    """The highest total of CPU bytes allocated and not yet freed while ``fn`` runs."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted(
+        (e for e in prof.events() if e.name == "[memory]"), key=lambda e: e.time_range.start
+    )
+    now = top = 0
+    for event in events:
+        now += event.cpu_memory_usage
+        top = max(top, now)
+    return top
+
+
+def test_save_makes_no_copy_of_the_weights_or_the_optimizer(tmp_path) -> None:
+    """A checkpoint streams the live tensors to disk: the old one cloned every weight and deep-
+    copied AdamW's moments first (twice the model's size again, on the GPU of a GPU run)."""
+    model, tok = build_tiny_model("tiny", seed=0)
+    learner = _learner(model, mini_batch_size=16)
+    learner.update(_samples(model, tok))
+    tensors = list(learner.optimizer.state_dict()["state"].values())
+    moments = sum(v.nbytes for entry in tensors for v in entry.values())
+    largest = max(p.nbytes for p in model.parameters())
+    peak = _peak_cpu_bytes(lambda: learner.save(tmp_path / "ckpt"))
+    # Less than one tensor's worth of extra memory (the moments are 2 x 525k floats = 4.2 MB).
+    assert peak < largest < moments / 4
+    written = sum(f.stat().st_size for f in (tmp_path / "ckpt").iterdir())
+    assert written > moments  # ... yet weights and both moments are on disk
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of")
@@ -361,7 +440,7 @@ def test_update_reports_how_far_it_moved_the_policy() -> None:
     # algo/approx_kl and algo/clip_frac are measured after the step and see the move.
     model, tok = build_tiny_model("tiny", seed=0)
     samples = _samples(model, tok)
-    learner = _learner(model, lr=3e-2, mini_batch_size=len(samples))
+    learner = _learner(model, lr=3e-2, mini_batch_size=len(samples), measure_change=1.0)
     before = learner.logprobs(samples)
     m = learner.update(samples)
     after = learner.logprobs(samples)
@@ -387,3 +466,142 @@ def test_kl_reference_follows_reset_and_resume() -> None:
     other = _learner(build_tiny_model("tiny", seed=1)[0], kl_coef=0.1, lr=1e-2)
     other.load_state_dict(state)
     assert all(torch.equal(ref[k], v) for k, v in other.ref_model.state_dict().items())
+
+
+@pytest.mark.parametrize("autocast", [None, torch.bfloat16])
+def test_vocabulary_chunks_give_the_full_logits_log_probs_and_gradients(autocast) -> None:
+    """:func:`chunked_logprobs` against :func:`token_logprobs` on the whole ``(N, V)`` logits:
+    values, entropy, and the gradients into the hidden states and the LM head."""
+    from mas_trainer.at_grpo import token_logprobs
+    from mas_trainer.learner import chunked_logprobs
+
+    gen = torch.Generator().manual_seed(0)
+    hidden = torch.randn(3, 7, 32, generator=gen, requires_grad=True)  # (B, T, H)
+    weight = (0.3 * torch.randn(259, 32, generator=gen)).requires_grad_(True)  # (V, H)
+    targets = torch.randint(0, 259, (3, 7), generator=gen)
+    upstream = torch.randn(3, 7, generator=gen)  # any loss: a random linear one
+    ctx = (
+        torch.autocast("cpu", dtype=autocast) if autocast else torch.autocast("cpu", enabled=False)
+    )
+    results = []
+    for chunked in (False, True):
+        hidden.grad = weight.grad = None
+        with ctx:
+            if chunked:  # 5 blocks, the last one partial
+                lp, ent = chunked_logprobs(hidden, weight, targets, 0.6, True, chunk=64)
+            else:
+                logits = hidden @ weight.T  # (B, T, V)
+                lp = token_logprobs(logits, targets, 0.6)
+                full = (logits.float() / 0.6).log_softmax(-1)
+                ent = -(full.exp() * full).sum(-1)
+        (lp * upstream).sum().backward()
+        results.append((lp.detach(), ent.detach(), hidden.grad.clone(), weight.grad.clone()))
+    (lp_a, ent_a, gh_a, gw_a), (lp_b, ent_b, gh_b, gw_b) = results
+    tol = dict(atol=1e-5, rtol=1e-5) if autocast is None else dict(atol=2e-2, rtol=2e-2)
+    assert torch.allclose(lp_a, lp_b, **tol) and torch.allclose(ent_a, ent_b, **tol)
+    assert torch.allclose(gh_a, gh_b, **tol) and torch.allclose(gw_a, gw_b, **tol)
+    assert gw_b.abs().sum() > 0 and gh_b.abs().sum() > 0
+
+
+def _straightforward_ppo_grads(model, samples, temperature):
+    """The PPO-clip gradient of one mini-batch the plain way: each sample's full forward pass,
+    its whole logits, old log-probs from a separate no-grad pass, token mean over the batch."""
+    from mas_trainer.at_grpo import ppo_clip_loss, token_logprobs
+
+    def logps():
+        out = []
+        for s in samples:
+            ids = torch.tensor([s.prompt_ids + s.completion_ids])
+            logits = model(ids).logits[0, len(s.prompt_ids) - 1 : -1]  # (Tc, V)
+            out.append(token_logprobs(logits, torch.tensor(s.completion_ids), temperature))
+        return out
+
+    with torch.no_grad():
+        old = logps()
+    new = logps()
+    width = max(len(s.completion_ids) for s in samples)
+
+    def pad(rows):
+        return torch.stack([torch.nn.functional.pad(r, (0, width - len(r))) for r in rows])
+
+    mask = pad([torch.ones(len(s.completion_ids)) for s in samples]).bool()
+    adv = torch.tensor([s.advantage for s in samples])
+    loss, _ = ppo_clip_loss(pad(new), pad(old), adv, mask, 0.2, 0.2, 3.0)
+    model.zero_grad()
+    loss.backward()
+    return {n: p.grad.clone() for n, p in model.named_parameters()}, old
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_one_pass_update_follows_the_straightforward_ppo_gradient(
+    monkeypatch, checkpointing
+) -> None:
+    """The learner (no separate scoring pass for the first mini-batch, shared prompts, log-probs
+    over vocabulary chunks) steps on the gradient of the plain computation, and reports the
+    same log-prob mismatch and entropy as a separate scoring pass would."""
+    import mas_trainer.learner as learner_mod
+
+    monkeypatch.setattr(learner_mod, "VOCAB_CHUNK", 64)  # several blocks of the 259 ids
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    samples = (
+        samples
+        + [  # K=2 candidates of some prompts: shared prefixes
+            TrainSample(s.prompt_ids, s.completion_ids[::-1], s.logprobs, 0.0, -s.advantage)
+            for s in samples[:4]
+        ]
+    )
+    ref, _ = build_tiny_model("tiny", seed=0)
+    want, old = _straightforward_ppo_grads(ref, samples, 0.6)
+    learner = _learner(
+        model, mini_batch_size=len(samples), micro_batch_size=4, temperature=0.6,
+        gradient_checkpointing=checkpointing, measure_change=0.0,
+    )  # fmt: skip
+    got = {}
+    real_step = learner._optimizer_step
+
+    def capture() -> float:
+        got.update({n: p.grad.clone() for n, p in model.named_parameters()})
+        return real_step()
+
+    learner._optimizer_step = capture
+    scored = []
+    real_score = learner._score
+    learner._score = lambda *a, **k: scored.append(1) or real_score(*a, **k)
+    m = learner.update(samples)
+    assert not scored  # one mini-batch: no scoring pass at all
+    for n, g in want.items():
+        assert torch.allclose(got[n], g, atol=1e-6, rtol=1e-4), n
+    assert max(g.abs().max().item() for g in want.values()) > 1e-3
+    engine = torch.cat([torch.tensor(s.logprobs) for s in samples])
+    mismatch = (engine - torch.cat(old)).abs()
+    assert m["perf/logprob_mismatch"] == pytest.approx(mismatch.mean().item(), rel=1e-4)
+    entropy = _learner(ref, temperature=0.6)._score(samples, with_entropy=True)[1]
+    assert m["algo/entropy"] == pytest.approx(entropy[0] / entropy[1], rel=1e-4)
+
+
+def test_no_tensor_holds_every_position_times_the_whole_vocabulary(monkeypatch) -> None:
+    """The update never builds a (..., V) logits tensor: every op's output whose last dimension
+    is the whole vocabulary is a view of the LM head's weight (H, V), never positions x V."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    import mas_trainer.learner as learner_mod
+
+    monkeypatch.setattr(learner_mod, "VOCAB_CHUNK", 64)
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    vocab, width = model.config.vocab_size, model.config.hidden_size
+    vocab_wide = []
+
+    class VocabWide(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in out if isinstance(out, tuple | list) else [out]:
+                if isinstance(t, torch.Tensor) and t.dim() >= 1 and t.shape[-1] == vocab:
+                    vocab_wide.append(tuple(t.shape))
+            return out
+
+    learner = _learner(model, mini_batch_size=4, kl_coef=0.1, measure_change=1.0)
+    with VocabWide():
+        learner.update(samples)
+    assert set(vocab_wide) <= {(width, vocab)}, set(vocab_wide)

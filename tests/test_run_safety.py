@@ -254,13 +254,14 @@ def test_overrides_on_resume_take_effect_or_are_refused(tmp_path):
     from test_train import fast_config
 
     from mas_trainer.config import ConfigError
+    from mas_trainer.learner import read_checkpoint
     from mas_trainer.train import train
 
     train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1"))
     run = tmp_path / "r"
     train(_resume(run, "--optim.steps", "2", "--optim.lr", "5e-4", "--optim.weight_decay", "0.1"))
     ckpt = RunDir(run, tensorboard=False).latest_checkpoint()
-    state = torch.load(ckpt / "learner-shared.pt", weights_only=False)
+    state = read_checkpoint(ckpt / "learner-shared")
     (group,) = state["optimizer"]["param_groups"]
     assert (group["lr"], group["weight_decay"]) == (5e-4, 0.1)  # not the saved 1e-3 and 0.01
     assert json.loads((run / "config.json").read_text())["optim"]["lr"] == 5e-4

@@ -10,6 +10,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from mas_trainer.config import build_config  # noqa: E402
+from mas_trainer.learner import read_checkpoint  # noqa: E402
 from mas_trainer.outputs import RunDir, read_metrics  # noqa: E402
 from mas_trainer.train import train  # noqa: E402
 
@@ -124,7 +125,7 @@ def test_per_role_policies_each_train_on_their_own_samples(tmp_path):
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     before = initial_params()
     for role in ("caller", "echo"):
-        assert (ckpt / f"learner-{role}.pt").is_file()
+        assert (ckpt / f"learner-{role}" / ".metadata").is_file()
         assert changed(ckpt / role, before)
     rl = [r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "rl"]
     assert "loss/policy/caller" in rl[0] and "loss/policy/echo" in rl[0]
@@ -332,8 +333,8 @@ def test_mixed_precision_resume_continues_bit_for_bit(tmp_path):
     wb, _ = load_model(str(b / "shared"))
     for (name, pa), pb in zip(wa.state_dict().items(), wb.state_dict().values(), strict=True):
         assert pa.dtype == torch.float32 and torch.equal(pa, pb), name
-    sa = torch.load(a / "learner-shared.pt", weights_only=False)["optimizer"]["state"]
-    sb = torch.load(b / "learner-shared.pt", weights_only=False)["optimizer"]["state"]
+    sa = read_checkpoint(a / "learner-shared")["optimizer"]["state"]
+    sb = read_checkpoint(b / "learner-shared")["optimizer"]["state"]
     assert all(torch.equal(sa[k]["exp_avg_sq"], sb[k]["exp_avg_sq"]) for k in sa)
     rl = {n: [r for r in read_metrics(tmp_path / n / "metrics.jsonl") if r["phase"] == "rl"]
           for n in ("straight", "resumed")}  # fmt: skip
@@ -348,7 +349,7 @@ def test_rl_continues_the_warm_starts_optimizer_and_reports_cpu_time(tmp_path):
     # over (a fresh AdamW would start RL with bias-corrected full-size steps).
     summary = train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "1"))
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
-    state = torch.load(ckpt / "learner-shared.pt", weights_only=False)
+    state = read_checkpoint(ckpt / "learner-shared")
     steps = {int(s["step"]) for s in state["optimizer"]["state"].values()}
     assert min(steps) >= 2 + 1  # 2 warm-start steps, then at least one RL mini-batch
     assert state["optimizer"]["param_groups"][0]["lr"] == pytest.approx(1e-3)  # RL's rate
@@ -362,9 +363,7 @@ def test_per_policy_rl_rates_reach_each_learner_and_a_resume_can_change_them(tmp
     def saved_rates() -> dict[str, float]:
         ckpt = RunDir(tmp_path / "r").latest_checkpoint()
         return {
-            role: torch.load(ckpt / f"learner-{role}.pt", weights_only=False)["optimizer"][
-                "param_groups"
-            ][0]["lr"]
+            role: read_checkpoint(ckpt / f"learner-{role}")["optimizer"]["param_groups"][0]["lr"]
             for role in ("caller", "echo")
         }
 
@@ -395,7 +394,7 @@ def test_per_policy_warm_start_steps_train_each_policy_its_own_number_of_steps(t
     train(fast_config(tmp_path, "--run.name", "r", "--optim.steps", "0", *more))
     ckpt = RunDir(tmp_path / "r").latest_checkpoint()
     for role, steps in (("caller", 2), ("echo", 5)):
-        state = torch.load(ckpt / f"learner-{role}.pt", weights_only=False)
+        state = read_checkpoint(ckpt / f"learner-{role}")
         assert {int(s["step"]) for s in state["optimizer"]["state"].values()} == {steps}
     logged = [
         r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "warmstart"

@@ -192,8 +192,11 @@ class LearnerActorBody:
     def logprobs(self, samples: list[Any]) -> list[list[float]]:
         return self.learner.logprobs(samples)
 
-    def state_dict(self) -> dict[str, Any]:
-        return self.learner.state_dict()
+    def save(self, folder: str) -> None:
+        self.learner.save(folder)
+
+    def load(self, folder: str, lr: float | None, weight_decay: float | None) -> None:
+        self.learner.load(folder, lr=lr, weight_decay=weight_decay)
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.learner.load_state_dict(state)

@@ -211,8 +211,17 @@ class RemoteLearner:
         ray = ray_module()
         return ray.get([a.logprobs.remote(list(samples)) for a in self._ranks()])[0]
 
-    def state_dict(self) -> dict[str, Any]:
-        return ray_module().get([a.state_dict.remote() for a in self._ranks()])[0]
+    def save(self, folder: Any) -> None:
+        """Every rank writes its own shards into ``folder`` (:meth:`Learner.save`); nothing
+        passes through the driver. The folder must be reachable from every learner's node (a
+        shared filesystem on a multi-node cluster)."""
+        ray_module().get([a.save.remote(str(folder)) for a in self.learners])
+
+    def load(
+        self, folder: Any, *, lr: float | None = None, weight_decay: float | None = None
+    ) -> None:
+        """Every rank reads its own shards from ``folder`` (:meth:`Learner.load`)."""
+        ray_module().get([a.load.remote(str(folder), lr, weight_decay) for a in self.learners])
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         ray_module().get([a.load_state_dict.remote(state) for a in self.learners])

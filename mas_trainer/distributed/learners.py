@@ -20,9 +20,10 @@ make another (equally shuffled) partition of the samples than the single learner
   param_dtype=bf16, reduce_dtype=fp32)`` is the compute precision (``model.autocast``): weights
   are all-gathered in bf16 for the forward and backward, gradients reduce-scattered in fp32 into
   the fp32 shards. The engine gets full bf16 weights gathered from the shards
-  (:meth:`FSDPLearner.full_weights`); checkpoints hold the full fp32 weights and AdamW state in
-  the unsharded :class:`~mas_trainer.learner.Learner`'s format, so a sharded run's checkpoint
-  resumes on any number of ranks, or none.
+  (:meth:`FSDPLearner.full_weights`). Checkpoints (:meth:`~mas_trainer.learner.Learner.save`)
+  are torch distributed checkpoints: each rank writes its own shards of the fp32 weights and
+  AdamW state, and nothing is gathered; they load, resharded, on any number of ranks, or into
+  one unsharded learner.
 
 FSDP's all-gathers are collectives: every rank must run the same number of forward passes, in the
 same order. A rank with fewer micro-batches than another runs copies of one of its own with an
@@ -42,7 +43,7 @@ import torch
 import torch.distributed as dist
 
 from mas_trainer.at_grpo import role_token_counts, role_token_weights
-from mas_trainer.learner import Learner, completion_logits
+from mas_trainer.learner import Learner, completion_hidden, hidden_logprobs
 from mas_trainer.samples import TrainSample
 
 __all__ = ["CompletionLM", "DataParallelLearner", "FSDPLearner", "RankLearner", "shard_model"]
@@ -129,15 +130,26 @@ class DataParallelLearner(RankLearner):
 
 
 class CompletionLM(torch.nn.Module):
-    """A causal LM as the learner runs it (:func:`~mas_trainer.learner.completion_logits`), as one
-    module: FSDP's root unit, whose forward gathers the embeddings and LM head it owns."""
+    """A causal LM as the learner runs it (:func:`~mas_trainer.learner.completion_hidden`, then
+    :func:`~mas_trainer.learner.hidden_logprobs`), as one module: FSDP's root unit, whose forward
+    gathers the embeddings and LM head it owns."""
 
     def __init__(self, model: Any) -> None:
         super().__init__()
         self.lm = model
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        return completion_logits(self.lm, input_ids, positions)
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        targets: torch.Tensor,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        hidden = completion_hidden(self.lm, input_ids, positions)  # (b, Tc, H)
+        head = self.lm.get_output_embeddings()
+        return hidden_logprobs(head, hidden, targets, temperature, top_p, with_entropy)
 
 
 def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
@@ -149,7 +161,8 @@ def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
     backward compute in, with gradients reduced in fp32.
 
     Returns:
-        The root module to call (``root(input_ids, positions) -> logits``).
+        The root module to call (``root(input_ids, positions, targets, temperature, top_p)
+        -> (log-probs, entropy or None)``).
     """
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -217,8 +230,17 @@ class FSDPLearner(RankLearner):
         kwargs["share_prompts"] = False  # one decoder call per micro-batch on every rank
         super().__init__(model, dtype=None, **kwargs)
 
-    def _logits(self, model: Any, batch: Any) -> torch.Tensor:
-        return self.root(batch.input_ids, batch.positions)  # (b, Tc, V)
+    def _token_logprobs(
+        self,
+        model: Any,
+        batch: Any,
+        temperature: float,
+        top_p: float,
+        with_entropy: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return self.root(
+            batch.input_ids, batch.positions, batch.targets, temperature, top_p, with_entropy
+        )  # (b, Tc) each
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[Any]:
         batches = list(super()._micro_batches(samples, index))
@@ -252,20 +274,11 @@ class FSDPLearner(RankLearner):
             out[name] = gathered[id(t)]
         return out if dist.get_rank() == 0 else None
 
-    def state_dict(self) -> dict[str, Any]:
-        """As :meth:`Learner.state_dict`, with every tensor whole (the unsharded format)."""
-        state = super().state_dict()
-        state["trainable"] = {n: _full(p) for n, p in self._params.items()}
-        optim = state["optimizer"]
-        optim["state"] = {
-            k: {name: _full(v) if torch.is_tensor(v) else v for name, v in entry.items()}
-            for k, entry in optim["state"].items()
-        }
-        return state
-
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`state_dict`'s (or an unsharded learner's) state into this rank's
-        shards."""
+        """Restore an unsharded learner's in-memory state (whole tensors: a
+        :meth:`~mas_trainer.learner.Learner.state_dict`) into this rank's shards. Checkpoints
+        go through :meth:`~mas_trainer.learner.Learner.save` / ``load`` instead, which read and
+        write each rank's shards only."""
         params = list(self._params.values())
         optim = dict(state["optimizer"])
         optim["state"] = {

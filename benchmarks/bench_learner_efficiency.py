@@ -1,0 +1,226 @@
+"""How much work ``Learner.update`` does per trained token, against one forward + backward.
+
+Printed side by side, in one run:
+
+1. **FLOPs per trained token / (forward + backward FLOPs)**, counted by
+   ``torch.utils.flop_counter.FlopCounterMode`` (exact matmul / attention FLOPs of the ops that
+   ran, independent of the machine's load). The floor is one forward and one backward over every
+   sample's prompt + completion tokens, unpadded, each sample alone (the LM head over every
+   position, as a plain ``model(ids).logits`` loss does). Rows: the learner's defaults, with
+   gradient checkpointing (the paper presets' setting: the recompute is one more forward), and
+   with a quarter of the samples re-scored after the update (``measure_change=0.25``; the
+   default re-scores all).
+2. **Padding**: the share of the token slots in the learner's micro-batches that are padding, at
+   the paper presets' batch shape (mini-batch 64 = 16 prompts x K 4, micro-batch 4, gradient
+   checkpointing, so prompts are not shared) and lengths drawn uniformly in [max/2, max]
+   (``--paper-prompt-len``, ``--paper-completion-len``: 4096 response tokens of Plan-Path and
+   Sudoku). No real length distribution of a paper run is at hand here: this is an assumption.
+   Collation only (no model runs), so paper lengths are cheap.
+3. **Peak logits memory**: the largest tensor whose last dimension is the whole vocabulary that
+   the update creates, against the ``(b, Tc, V)`` fp32 logits of its largest micro-batch; and the
+   same two figures at Qwen3's vocabulary and the paper's micro-batch (4 x 4096 tokens).
+4. **Tokens/s** of ``Learner.update`` over a bare fwd/bwd/AdamW loop on the same samples and
+   mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
+   masked cross-entropy, backward, AdamW), medians of ``--repeats`` alternating runs. Wall time:
+   it depends on the machine's load, unlike the three figures above.
+
+Usage:
+    python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
+    python benchmarks/bench_learner_efficiency.py --preset small --samples 16
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from typing import Any
+
+import torch
+from bench_learner import bare_batches, bare_step, make_samples
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+import mas_trainer.learner as learner_mod
+from mas_trainer.learner import Learner
+from mas_trainer.models import build_tiny_model
+from mas_trainer.samples import TrainSample
+
+QWEN3_VOCAB = 151_936
+
+
+def count_flops(fn: Any) -> int:
+    """FLOPs of the ops ``fn`` runs (forward and backward)."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def floor_flops(model: Any, samples: list[TrainSample]) -> int:
+    """One forward + backward over each sample's tokens, alone and unpadded."""
+
+    def run() -> None:
+        for s in samples:
+            ids = torch.tensor([s.prompt_ids + s.completion_ids])
+            logits = model(input_ids=ids, use_cache=False).logits[0, :-1]  # (L-1, V)
+            torch.nn.functional.cross_entropy(logits, ids[0, 1:]).backward()
+        model.zero_grad(set_to_none=True)
+
+    return count_flops(run)
+
+
+def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
+    """Padding slots / all slots of the learner's micro-batches over one update's mini-batches."""
+    slots = real = 0
+    for mini in learner._mini_batches(samples):
+        for batch in learner._micro_batches(samples, mini):
+            rows = [samples[i] for i in batch.index]
+            if batch.prefix is None:
+                slots += batch.input_ids.numel()
+                real += sum(s.num_tokens for s in rows)
+            else:  # each distinct prompt once, plus the completions
+                slots += batch.prefix.ids.numel() + batch.targets.numel()
+                real += int(batch.prefix.mask.sum()) + sum(len(s.completion_ids) for s in rows)
+    return 1.0 - real / slots
+
+
+class VocabWide(TorchDispatchMode):
+    """Records the bytes of the largest op output that holds logits: last dimension the whole
+    vocabulary or one block of it (``chunk``), first dimension not the vocabulary (the LM
+    head's weight and gradient are (V, H); its transpose (H, V) is left out too)."""
+
+    def __init__(self, vocab: int, chunk: int, hidden: int) -> None:
+        super().__init__()
+        self.vocab, self.chunk, self.hidden, self.largest = vocab, chunk, hidden, 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+        out = func(*args, **(kwargs or {}))
+        for t in out if isinstance(out, tuple | list) else [out]:
+            if not isinstance(t, torch.Tensor) or t.dim() < 2:
+                continue
+            if t.shape[-1] in (self.vocab, self.chunk) and t.shape[0] not in (
+                self.vocab,
+                self.hidden,
+            ):
+                self.largest = max(self.largest, t.numel() * t.element_size())
+        return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--preset", default="tiny")
+    ap.add_argument("--samples", type=int, default=32)
+    ap.add_argument("--group-size", type=int, default=4, help="K: samples sharing one prompt")
+    ap.add_argument("--prompt-len", type=int, default=96, help="max prompt tokens (FLOP run)")
+    ap.add_argument("--completion-len", type=int, default=64, help="max completion tokens")
+    ap.add_argument("--micro-batch", type=int, default=4)
+    ap.add_argument(
+        "--vocab-chunk", type=int, default=48, help="VOCAB_CHUNK here (no other dim of the model)"
+    )
+    ap.add_argument("--paper-prompt-len", type=int, default=1024)
+    ap.add_argument("--paper-completion-len", type=int, default=4096)
+    ap.add_argument("--paper-seeds", type=int, default=5, help="batches drawn for the padding")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=3, help="timed runs of part 4")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    default_chunk = learner_mod.VOCAB_CHUNK
+    learner_mod.VOCAB_CHUNK = args.vocab_chunk  # several blocks even of a tiny vocabulary
+
+    samples = make_samples(
+        args.samples, args.prompt_len, args.completion_len, seed=0, group_size=args.group_size
+    )
+    tokens = sum(s.num_tokens for s in samples)
+    model, tok = build_tiny_model(args.preset, seed=0)
+    vocab = model.config.vocab_size
+    common: dict[str, Any] = dict(
+        lr=1e-6, mini_batch_size=len(samples), micro_batch_size=args.micro_batch,
+        pad_token_id=tok.pad_token_id, temperature=0.6,
+    )  # fmt: skip
+    floor = floor_flops(model, samples) / tokens
+    print(
+        f"preset={args.preset} samples={args.samples} K={args.group_size} tokens/update={tokens} "
+        f"micro_batch={args.micro_batch} vocab={vocab} vocab_chunk={args.vocab_chunk}"
+    )
+    print(f"floor: one fwd+bwd, unpadded        {floor / 1e6:9.2f} MFLOP/token")
+    print("1. FLOPs per trained token / floor")
+    rows = {
+        "Learner.update (defaults)": {},
+        "  + gradient checkpointing": {"gradient_checkpointing": True},
+        "  measure_change=0.25 (a quarter re-scored)": {"measure_change": 0.25},
+    }
+    for name, extra in rows.items():
+        m, _ = build_tiny_model(args.preset, seed=0)
+        learner = Learner(m, **{**common, **extra})
+        flops = count_flops(lambda learner=learner: learner.update(samples)) / tokens
+        print(f"   {name:42s} {flops / 1e6:9.2f} MFLOP/token   ratio {flops / floor:.3f}")
+
+    print("2. padding share of the micro-batch slots (paper batch shape, assumed lengths)")
+    paper: dict[str, Any] = dict(lr=1e-6, mini_batch_size=64, micro_batch_size=4, pad_token_id=0)
+    for label, extra in [
+        ("gradient checkpointing (paper presets)", {"gradient_checkpointing": True}),
+        ("shared prompts (no checkpointing)", {}),
+    ]:
+        shares = []
+        for seed in range(args.paper_seeds):
+            batch = make_samples(
+                64, args.paper_prompt_len, args.paper_completion_len, seed=seed, group_size=4
+            )
+            m, _ = build_tiny_model("tiny", seed=0)
+            learner = Learner(m, **{**paper, **extra})
+            shares.append(padding_share(learner, batch))
+        print(f"   {label:40s} {statistics.mean(shares):6.1%} (max {max(shares):.1%})")
+
+    print("3. peak logits memory")
+    m, _ = build_tiny_model(args.preset, seed=0)
+    learner = Learner(m, **common)
+    spy = VocabWide(vocab, args.vocab_chunk, m.config.hidden_size)
+    with spy:
+        learner.update(samples)
+    mb = max(
+        len(b.index) * b.targets.shape[1]
+        for b in learner._micro_batches(samples, list(range(len(samples))))
+    )
+    full = mb * vocab * 4
+    print(
+        f"   measured: largest vocabulary-wide tensor {spy.largest / 1e3:.1f} kB, "
+        f"whole fp32 logits of the largest micro-batch {full / 1e3:.1f} kB "
+        f"({spy.largest / full:.2f}x)"
+    )
+    paper_tokens = 4 * args.paper_completion_len
+    print(
+        f"   at Qwen3's vocabulary, 4 x {args.paper_completion_len} tokens: "
+        f"{paper_tokens * default_chunk * 4 / 1e9:.2f} GB per block (VOCAB_CHUNK "
+        f"{default_chunk}) vs {paper_tokens * QWEN3_VOCAB * 4 / 1e9:.2f} GB of whole logits"
+    )
+    throughput(args, samples, common, tokens)
+
+
+def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], tokens: int) -> None:
+    model, tok = build_tiny_model(args.preset, seed=0)
+    model.train()
+    batches = bare_batches(samples, len(samples), tok.pad_token_id)
+    bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
+    learner = Learner(model, **common)
+    runs = {
+        "bare fwd/bwd/AdamW": lambda: bare_step(model, bare_opt, batches, extra_forward=False),
+        "Learner.update": lambda: learner.update(samples),
+    }
+    times: dict[str, list[float]] = {k: [] for k in runs}
+    for fn in runs.values():
+        fn()  # warm-up
+    for _ in range(args.repeats):
+        for name, fn in runs.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    print("4. tokens/s (wall time: depends on the machine's load)")
+    for name, t in med.items():
+        print(f"   {name:34s} {tokens / t:9.0f} tok/s")
+    ratio = med["bare fwd/bwd/AdamW"] / med["Learner.update"]
+    print(f"   Learner.update / bare               {ratio:.2f}x the tokens/s")
+
+
+if __name__ == "__main__":
+    main()

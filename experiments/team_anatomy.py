@@ -14,7 +14,7 @@ policy that trained it, greedy) on the first ``--episodes`` test levels and prin
 
 docs/results.md ("Why the tree does not beat parallel sampling here") quotes it::
 
-    python benchmarks/team_anatomy.py runs/compare4/plan-path-tiny/seed-*/mas-per-role \\
+    python experiments/team_anatomy.py runs/compare4/plan-path-tiny/seed-*/mas-per-role \\
         runs/compare4/plan-path-tiny/seed-*/mas-parallel
 """
 

@@ -206,7 +206,7 @@ def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
 
 def test_results_pair_up_episode_by_episode(tmp_path):
     """``episode_success`` lists each task's outcome in ``task_ids`` order, so two evaluations of
-    the same tasks can be compared pair by pair (benchmarks/paired_episodes.py)."""
+    the same tasks can be compared pair by pair (experiments/paired_episodes.py)."""
     from mas_trainer.eval.play import run_eval
 
     kw = {"episodes": 30, "env_options": {"rows": 4, "cols": 4}}
@@ -223,7 +223,7 @@ def test_results_pair_up_episode_by_episode(tmp_path):
 
 
 def test_paired_episodes_counts_the_pairs_and_tests_them(tmp_path, capsys):
-    """benchmarks/paired_episodes.py on two rows (the oracle and the random policy standing in
+    """experiments/paired_episodes.py on two rows (the oracle and the random policy standing in
     for checkpoints): the pair counts, the exact McNemar p-values, and a refusal when a replay
     does not reproduce the success its row recorded."""
     from benchmark_scripts import load

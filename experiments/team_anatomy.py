@@ -37,8 +37,8 @@ def main() -> None:
     import torch
 
     from mas_trainer.config import config_from_dict
+    from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
-    from mas_trainer.eval.policies import resolve_policy
     from mas_trainer.rollout import env_factory
 
     torch.set_num_threads(1)

@@ -179,7 +179,7 @@ def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, ca
 
 
 def test_default_token_limit_comes_from_the_run_then_the_presets():
-    from mas_trainer.eval.policies import default_max_new_tokens
+    from mas_trainer.eval.actors import default_max_new_tokens
 
     assert default_max_new_tokens("tiny:tiny-bpe", ["mas/PlanPathCode-v1"]) == (
         48,
@@ -196,7 +196,7 @@ def test_default_token_limit_comes_from_the_run_then_the_presets():
 
 
 def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
-    from mas_trainer.eval.policies import default_max_new_tokens
+    from mas_trainer.eval.actors import default_max_new_tokens
 
     run, ckpt = tiny_run
     for path in (run, ckpt, ckpt / "shared"):

@@ -301,7 +301,7 @@ def verify(
     Empty means every episode was reproduced exactly (same hashes). Entries served over HTTP
     (``openai`` policies) cannot be verified here: the weights are not ours to check.
     """
-    from mas_trainer.eval.policies import resolve_policy
+    from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.suite import play_board
 
     policy = result["policy"]

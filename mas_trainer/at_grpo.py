@@ -1,6 +1,7 @@
 """AT-GRPO math as pure functions (torch only; no model, no I/O). Shapes are in the comments.
 
-Exactly which variant (DESIGN.md section 2, REFERENCE.md "Algorithm and training settings"):
+Exactly which variant (docs/algorithm.md, "AT-GRPO, exactly"; the paper's run settings are the
+paper presets', docs/reproduce.md):
 
 - **Advantage.** Per group g (samples sharing a group key ``(root env uid, turn, agent)``):
   ``A_i = (r_i - mean_g) / (std_g + eps)`` with the *unbiased* standard deviation (divisor n-1) and

@@ -195,7 +195,7 @@ def _corpus_tokenizer_json(name: str) -> str:
 
     module, vocab_size = CORPUS_TOKENIZERS[name]
     texts = importlib.import_module(module).tokenizer_corpus()
-    return build_bpe_tokenizer(texts, vocab_size=vocab_size)._tokenizer.to_str()
+    return build_bpe_tokenizer(texts, vocab_size=vocab_size).backend_tokenizer.to_str()
 
 
 def build_corpus_tokenizer(name: str) -> PreTrainedTokenizerFast:

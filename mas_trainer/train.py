@@ -205,22 +205,12 @@ def _setup(
     )
     if state.rollout_rng is not None:
         rollout.rng.bit_generator.state = state.rollout_rng
-    # One learner per policy for both phases: the warm start's AdamW state carries into RL.
-    for pol in policies.values():
-        pol.learner = make_learner(
-            cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
-        )
-        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
-            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
-            # The saved optimiser would restore its own rate and decay: the config's win.
-            lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
-            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
     run = _Run(
         cfg=cfg,
         out=out,
         resumed_from=ckpt,
         policies=policies,
-        learners={n: p.learner for n, p in policies.items() if p.learner is not None},
+        learners=_make_learners(cfg, policies, ckpt),
         side_by_side=cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies),
         tokenizers=tokenizers,
         policy_of=policy_of,
@@ -237,6 +227,25 @@ def _setup(
         cpu_start=cpu_start,
     )
     return run, state
+
+
+def _make_learners(
+    cfg: TrainConfig, policies: dict[str, Policy], ckpt: Path | None
+) -> dict[str, Any]:
+    """One learner per policy for both phases (the warm start's AdamW state carries into RL),
+    restored from the checkpoint when resuming."""
+    import torch
+
+    for pol in policies.values():
+        pol.learner = make_learner(
+            cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
+        )
+        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
+            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
+            # The saved optimiser would restore its own rate and decay: the config's win.
+            lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
+            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
+    return {n: p.learner for n, p in policies.items() if p.learner is not None}
 
 
 # ---------------------------------------------------------------------------- 1. eval at step 0

@@ -50,7 +50,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -118,7 +118,7 @@ class _Run:
     make_env: Callable[[], TextEnv]
     make_eval_env: Callable[[], TextEnv]
     make_select_env: Callable[[], TextEnv]
-    train_ids: list[int | str]
+    train_ids: Sequence[int | str]
     eval_tasks: list[int | str]
     select_tasks: list[int | str]
     rng: np.random.Generator
@@ -218,7 +218,7 @@ def _setup(
         make_env=make_env,
         make_eval_env=make_eval_env,
         make_select_env=make_select_env,
-        train_ids=list(probe.task_ids("train")),
+        train_ids=probe.task_ids("train"),  # lazy: a seed range can hold billions of ids
         eval_tasks=list(make_eval_env().task_ids(cfg.eval.split)[: cfg.eval.episodes]),
         select_tasks=list(make_select_env().task_ids("validation")[: cfg.eval.select_episodes]),
         rng=rng,

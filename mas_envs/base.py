@@ -12,7 +12,7 @@ A family (Sokoban, Plan-Path, ...) subclasses :class:`TextEnv` and fills in five
 The base class owns everything else: the AEC bookkeeping, turn order and ``max_turns``, the reward
 split ``r = alpha * team + local``, the ``infos`` contract, seeding and splits, and ``clone()``.
 
-Contract (DESIGN.md section 3):
+Contract (docs/architecture.md, "The env contract"):
 
 * Turns are sequential; one turn is one cycle through ``possible_agents``. Each action is applied
   at once and its reward is immediate: ``env.rewards[agent]`` right after ``step`` is the reward of

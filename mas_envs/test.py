@@ -7,8 +7,9 @@
     text_env_test(lambda **kwargs: MyEnv(**kwargs))  # raises ContractError naming the broken rule
 
 PettingZoo's ``api_test`` checks the AEC API; :func:`text_env_test` checks what an LLM trainer
-relies on beyond it (DESIGN.md section 3), one rule at a time (:data:`RULES`). It needs from the
-env, besides the AEC API: ``clone()``, ``task_ids(split)``, ``alpha`` (the weight in
+relies on beyond it (docs/architecture.md, "The env contract"), one rule at a time
+(:data:`RULES`). It needs from the env, besides the AEC API: ``clone()``, ``task_ids(split)``,
+``alpha`` (the weight in
 ``r = alpha * team + local``), a ``split=`` keyword of ``env_fn``, and ``str`` actions. It uses
 ``oracle_action()`` and ``random_action(rng)`` where the env has them (as every
 :class:`~mas_envs.base.TextEnv` does), so the episodes it plays reach states past a format error.

@@ -1,6 +1,7 @@
 """AT-GRPO math as pure functions (torch only; no model, no I/O). Shapes are in the comments.
 
-Exactly which variant (DESIGN.md section 2, REFERENCE.md "Algorithm and training settings"):
+Exactly which variant (docs/algorithm.md, "AT-GRPO, exactly"; the paper's run settings are the
+paper presets', docs/reproduce.md):
 
 - **Advantage.** Per group g (samples sharing a group key ``(root env uid, turn, agent)``):
   ``A_i = (r_i - mean_g) / (std_g + eps)`` with the *unbiased* standard deviation (divisor n-1) and
@@ -32,6 +33,7 @@ No entropy bonus (the paper uses none).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 
 import torch
@@ -192,7 +194,8 @@ def advantages(
     drop_low_mean: float = 0.0,
     drop_low_std: float = 0.0,
 ) -> tuple[list[TrainSample], dict[str, float]]:
-    """Fill ``sample.advantage`` per AT-GRPO group (key ``sample.group``); maybe drop groups.
+    """The samples to train on, each a copy with its AT-GRPO group advantage (key
+    ``sample.group``) in ``advantage``; maybe drop groups. ``samples`` are left as they are.
 
     The three filters are each computed over all of the step's groups and the union is left
     out; the advantages of the groups kept do not change (groups are independent).
@@ -208,8 +211,8 @@ def advantages(
 
     Returns:
         The samples to train on, and the ``algo/*`` metrics (groups, zero-variance groups and
-        their share, groups dropped by each filter and in all, mean absolute advantage, samples
-        trained).
+        their share, groups dropped by each filter and in all, ``algo/advantage_abs_mean`` of
+        the samples trained (the name the learner gives it per policy), samples trained).
     """
     rewards = torch.tensor([s.reward for s in samples], dtype=torch.float32)  # (N,)
     index = dense_group_index([s.group for s in samples])  # (N,)
@@ -218,10 +221,12 @@ def advantages(
     low_mean = low_mean_groups(rewards, index, drop_low_mean)  # (G,)
     low_std = low_std_groups(rewards, index, drop_low_std)  # (G,)
     dropped = low_mean | low_std | (zero if drop_zero_var else torch.zeros_like(zero))  # (G,)
-    for s, a in zip(samples, adv.tolist(), strict=False):
-        s.advantage = a
-    keep = (~dropped[index]).tolist()  # (N,)
-    kept = [s for s, k in zip(samples, keep, strict=False) if k]
+    keep = ~dropped[index]  # (N,)
+    kept = [
+        dataclasses.replace(s, advantage=a)
+        for s, a, k in zip(samples, adv.tolist(), keep.tolist(), strict=True)
+        if k
+    ]
     metrics = {
         "algo/groups": float(zero.numel()),
         "algo/zero_var_groups": float(zero.sum()),
@@ -229,7 +234,7 @@ def advantages(
         "algo/groups_dropped_low_mean": float(low_mean.sum()),
         "algo/groups_dropped_low_std": float(low_std.sum()),
         "algo/groups_dropped": float(dropped.sum()),
-        "algo/adv_abs_mean": float(adv.abs().mean()) if adv.numel() else 0.0,
+        "algo/advantage_abs_mean": float(adv[keep].abs().mean()) if kept else 0.0,
         "algo/samples_trained": float(len(kept)),
     }
     return kept, metrics

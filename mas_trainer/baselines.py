@@ -1,10 +1,13 @@
 """Measured baseline figures that ``mas-train`` prints next to a run of the same config.
 
-``mas_trainer/baselines.json`` is written by ``benchmarks/compare_baselines.py
---write-baselines``: per preset, the config it measured (:func:`fingerprint`), the seeds, the
-commits, and for each row of the comparison (single agent, single agent + GRPO, MAS prompting,
-MAS + AT-GRPO, parallel sampling, swapped roles) the success per seed, the mean and its 95%
-intervals, and the paired gains. A run's summary can then say how it compares with the single
+``mas_trainer/baselines.json`` is package data, copied there by hand from what
+``experiments/compare_baselines.py --write-baselines`` wrote to its ``--out-dir``
+(``<out-dir>/baselines.json``; the script never writes into the package; docs/reproduce.md).
+Per preset it holds the config it measured (:func:`fingerprint`), the seeds, and the provenance
+(``command``, ``commits``, ``measured_utc``, ``machine``; entries older than that field lack
+``machine``), and for each row of the comparison (single agent, single agent + GRPO, MAS
+prompting, MAS + AT-GRPO, parallel sampling, swapped roles) the success per seed, the mean and its
+95% intervals, and the paired gains. A run's summary can then say how it compares with the single
 agent trained at the same budget, without running the single agent again. :func:`lookup` gives
 the figures only when the run's config is the measured one (seed, output folder and other
 bookkeeping aside): a changed setting means those numbers say nothing about the run.
@@ -21,7 +24,7 @@ from mas_trainer.config import TrainConfig, config_to_dict
 __all__ = ["PATH", "fingerprint", "lookup"]
 
 PATH = Path(__file__).with_name("baselines.json")
-"""The shipped file (written by ``benchmarks/compare_baselines.py --write-baselines``)."""
+"""The shipped file (a copy of ``experiments/compare_baselines.py --write-baselines``' output)."""
 
 
 def fingerprint(cfg: TrainConfig) -> dict[str, Any]:

@@ -199,7 +199,7 @@ def _print_summary(summary: dict) -> None:
     elif "success_final" in summary:
         print(
             "single agent: no measured figure for this config (mas_trainer/baselines.json holds "
-            "the presets' measured configs); measure it with benchmarks/compare_baselines.py"
+            "the presets' measured configs); measure it with experiments/compare_baselines.py"
         )
     print(
         f"wall time: {summary['wall_s']:.0f} s, CPU time: {summary.get('cpu_s', 0.0):.0f} s; "

@@ -364,6 +364,9 @@ class RunConfig:
     """Seed of model init, task draws, sampling and tie breaks."""
     save_every: int = 50
     """Checkpoint every N steps (and always at the end and on Ctrl-C); 0 = only then."""
+    warmstart_save_every: int = 100
+    """Checkpoint every N warm-start steps (and always when the warm start ends), so a run killed
+    during its warm start resumes there; 0 = only at its end."""
     log_transcripts: int = 2
     """Episodes per eval written to ``transcripts.jsonl`` (0 = none)."""
     threads: int = 0
@@ -408,6 +411,7 @@ class RunConfig:
         _check(self.ray_env_workers >= 0, "run.ray_env_workers must be >= 0")
         _choice("run", "ray_sharding", self.ray_sharding, ("replicate", "fsdp"))
         _check(self.save_every >= 0, "run.save_every must be >= 0")
+        _check(self.warmstart_save_every >= 0, "run.warmstart_save_every must be >= 0")
         _check(self.log_transcripts >= 0, "run.log_transcripts must be >= 0")
         _check(self.threads >= 0, "run.threads must be >= 0")
 

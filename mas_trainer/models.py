@@ -11,7 +11,7 @@ Presets (``build_tiny_model(preset)`` or ``load_model("tiny:<preset>")``):
 - ``"tiny"``: ~0.5M parameters (hidden 128, 2 layers); learns Plan-Path's answer format on a CPU in
   minutes.
 - ``"tiny-bpe"``: ``"tiny"``'s shape on the ``planpath-bpe`` tokenizer (687 tokens, trained in
-  code on Plan-Path's texts: :func:`build_planpath_tokenizer`); the default run's model.
+  code on Plan-Path's texts: :func:`build_corpus_tokenizer`); the default run's model.
 - ``"small"``: ~10M parameters (hidden 256, 10 layers).
 - ``"qwen3-1.7b-shape"``: Qwen3-1.7B's exact shape (hidden 2048, 28 layers, vocab 151936) with
   random weights, to measure GPU speed without a download. Its vocabulary is larger than the byte
@@ -61,8 +61,8 @@ class TinyPreset:
     vocab_size: int | None = None  # None: exactly the tokenizer's vocabulary
     max_position_embeddings: int = 4096
     tokenizer: str = "byte"
-    """``"byte"`` (:func:`build_byte_tokenizer`) or ``"planpath-bpe"``
-    (:func:`build_planpath_tokenizer`)."""
+    """``"byte"`` (:func:`build_byte_tokenizer`) or a name of :data:`CORPUS_TOKENIZERS`
+    (:func:`build_corpus_tokenizer`)."""
 
 
 PRESETS: dict[str, TinyPreset] = {
@@ -181,79 +181,39 @@ def build_bpe_tokenizer(
     return _chat_tokenizer(backend)
 
 
-#: Plan-Path configs whose texts train the ``planpath-bpe`` tokenizer: (rows, cols, wall_prob).
-PLANPATH_BPE_GRIDS = ((5, 5, 0.22),)
-PLANPATH_BPE_VOCAB = 1024
-"""Most tokens of the ``planpath-bpe`` tokenizer. The trainer stops earlier, when every piece of
-the corpus is one token: 687 (256 bytes, 3 specials, 428 merges)."""
-
-
-def planpath_corpus(episodes: int = 150, seed: int = 0) -> list[str]:
-    """Plan-Path's own texts, the corpus of the ``planpath-bpe`` tokenizer.
-
-    For each grid of :data:`PLANPATH_BPE_GRIDS`, ``episodes`` training-split levels of
-    ``mas/PlanPath-v1`` for the team and as many for the single agent, played with a mix of the
-    oracle's and random answers: every prompt, the oracle's answer and a random answer. For the
-    first turn of each team level also the ``mas/PlanPathCode-v1`` texts: the tool's prompt, the
-    oracle program and a random print program, and the planner's prompt showing each with the
-    moves it prints (composed with the env's prompt functions; no program runs). Seeded resets of
-    the training split only (held-out levels are redrawn); deterministic.
-    """
-    import numpy as np
-
-    import mas_envs
-    from mas_envs.planpath import prompts
-    from mas_envs.programs import ProgramRun, ToolProgram, extract_code
-
-    rng = np.random.default_rng(seed)
-    oracle_program = prompts.oracle_program_v1()
-    texts: list[str] = []
-    for rows, cols, wall_prob in PLANPATH_BPE_GRIDS:
-        size = {"rows": rows, "cols": cols, "wall_prob": wall_prob}
-        team = mas_envs.make("mas/PlanPath-v1", **size)
-        single = mas_envs.make("mas/PlanPath-v1", mode="single", **size)
-        code = mas_envs.make("mas/PlanPathCode-v1", **size)
-        for env in (team, single):
-            for ep in range(episodes):
-                level_seed = seed * 1_000_003 + ep
-                env.reset(seed=level_seed)
-                if env is team:
-                    code.reset(seed=level_seed)  # the same level
-                    ask = code.observe("tool")["prompt"]
-                    printed = [
-                        (oracle_program, env.oracle_action("planner")),
-                        (code.random_action(rng, "tool"), env.random_action(rng, "planner")),
-                    ]
-                    for reply, moves in printed:
-                        program = extract_code(reply, bare=False) or ""
-                        run = ProgramRun("ok", moves + "\n", "")
-                        shown = prompts.planner_tail_v1(ToolProgram(0, program, run, ""))
-                        texts += [ask, reply, ask.replace(prompts.CODE_ASK_V1, shown)]
-                for agent in env.agent_iter():
-                    if env.terminations[agent] or env.truncations[agent]:
-                        env.step(None)
-                        continue
-                    oracle, random = env.oracle_action(agent), env.random_action(rng, agent)
-                    texts += [env.observe(agent)["prompt"], oracle, random]
-                    env.step(oracle if rng.random() < 0.6 else random)
-    return texts
+CORPUS_TOKENIZERS: dict[str, tuple[str, int]] = {
+    "planpath-bpe": ("mas_envs.planpath.corpus", 1024),
+}
+"""Tokenizers trained in code on an env family's own texts: name -> (the module whose
+``tokenizer_corpus()`` returns the texts, most tokens). The BPE trainer stops earlier, when every
+piece of the corpus is one token: ``planpath-bpe`` has 687 (256 bytes, 3 specials, 428 merges)."""
 
 
 @functools.cache
-def _planpath_tokenizer_json() -> str:
-    return build_bpe_tokenizer(planpath_corpus(), vocab_size=PLANPATH_BPE_VOCAB)._tokenizer.to_str()
+def _corpus_tokenizer_json(name: str) -> str:
+    import importlib
+
+    module, vocab_size = CORPUS_TOKENIZERS[name]
+    texts = importlib.import_module(module).tokenizer_corpus()
+    return build_bpe_tokenizer(texts, vocab_size=vocab_size).backend_tokenizer.to_str()
 
 
-def build_planpath_tokenizer() -> PreTrainedTokenizerFast:
-    """The ``planpath-bpe`` tokenizer: :func:`build_bpe_tokenizer` on :func:`planpath_corpus`,
-    :data:`PLANPATH_BPE_VOCAB` tokens (built once per process, ~2 s; no download).
+def build_corpus_tokenizer(name: str) -> PreTrainedTokenizerFast:
+    """A tokenizer of :data:`CORPUS_TOKENIZERS`: :func:`build_bpe_tokenizer` on its env family's
+    corpus (built once per process, ~2 s for ``planpath-bpe``; no download).
 
-    With it the v1 oracle program is 40 tokens instead of ~270 bytes and a 5x5 team prompt ~60-70
-    instead of ~360-590; a move list is one token per move (see :data:`PIECES`).
+    ``planpath-bpe`` (:func:`mas_envs.planpath.corpus.tokenizer_corpus`) makes the v1 oracle
+    program 40 tokens instead of ~270 bytes and a 5x5 team prompt ~60-70 instead of ~360-590; a
+    move list is one token per move (see :data:`PIECES`).
+
+    Raises:
+        ValueError: ``name`` is not one of :data:`CORPUS_TOKENIZERS`.
     """
     from tokenizers import Tokenizer
 
-    return _chat_tokenizer(Tokenizer.from_str(_planpath_tokenizer_json()))
+    if name not in CORPUS_TOKENIZERS:
+        raise ValueError(f"unknown tokenizer {name!r}; choose one of {sorted(CORPUS_TOKENIZERS)}")
+    return _chat_tokenizer(Tokenizer.from_str(_corpus_tokenizer_json(name)))
 
 
 def chat_prompt_ids(
@@ -290,8 +250,8 @@ def tiny_tokenizer(preset: str) -> PreTrainedTokenizerBase:
     """
     if preset not in PRESETS:
         raise ValueError(f"unknown tiny model preset {preset!r}; choose one of {sorted(PRESETS)}")
-    if PRESETS[preset].tokenizer == "planpath-bpe":
-        return build_planpath_tokenizer()
+    if PRESETS[preset].tokenizer in CORPUS_TOKENIZERS:
+        return build_corpus_tokenizer(PRESETS[preset].tokenizer)
     return build_byte_tokenizer()
 
 

@@ -9,6 +9,7 @@ Layout of ``runs/<name>/``::
     transcripts.jsonl    sample episodes of each evaluation (prompts, actions, rewards)
     summary.json         held-out success before / after warm start / after RL, wall time
     checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>/ + trainer_state.json
+                         (a :class:`TrainState`); ``step-000000`` during and after the warm start
     checkpoints/latest   name of the newest complete checkpoint
     checkpoints/best/    the weights the validation split chose (``eval.select_every``), same layout
 
@@ -43,7 +44,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ __all__ = [
     "ResumeError",
     "RunDir",
     "RunRef",
+    "TrainState",
     "cpu_seconds",
     "find_run",
     "latest_checkpoint",
@@ -123,6 +125,61 @@ def latest_checkpoint(run_dir: str | Path) -> Path | None:
             return folder
     steps = [d for d in root.glob("step-*") if d.name[5:].isdigit() and _complete(d)]
     return max(steps, key=lambda d: int(d.name[5:]), default=None)
+
+
+@dataclass
+class TrainState:
+    """What the training loop carries from phase to phase, and what a checkpoint keeps of it
+    (``trainer_state.json``): a resume continues from exactly this.
+
+    Attributes:
+        step: RL steps done.
+        policy_of: Role -> policy name.
+        warmstart_done: The warm start (and its evaluation) is over.
+        warmstart_step: Warm-start steps done (a run killed during its warm start resumes there).
+        warmstart_rng: The run generator's state when the warm start began: a resume in the
+            middle of the warm start draws the same oracle episodes and minibatches from it.
+        summary: The run summary so far (``summary.json``).
+        elapsed_s: Wall seconds of the run's earlier sessions (before this resume).
+        cpu_s: CPU seconds of the run's earlier sessions.
+        best: ``{"step", "success"}`` of the best validation evaluation so far, or None.
+        final: The final evaluation's metrics once it ran (a resume of a finished run logs them
+            again instead of playing it again); None while the run is training.
+        rng: State of the run's generator (task draws, warm-start minibatches).
+        rollout_rng: State of the rollout's generator (tie breaks, sampling seeds).
+        logs: :meth:`RunDir.log_sizes` at the save; a resume cuts the logs back to it.
+    """
+
+    step: int = 0
+    policy_of: dict[str, str] = field(default_factory=dict)
+    warmstart_done: bool = False
+    warmstart_step: int = 0
+    warmstart_rng: dict[str, Any] | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+    best: dict[str, Any] | None = None
+    final: dict[str, float] | None = None
+    rng: dict[str, Any] | None = None
+    rollout_rng: dict[str, Any] | None = None
+    logs: dict[str, Any] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as ``trainer_state.json`` holds it."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> TrainState:
+        """Read a ``trainer_state.json``; a key an older run did not save takes its default
+        (``best`` before model selection, ``rollout_rng`` and ``logs`` before exact resume, the
+        warm-start and final fields before they were kept)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @classmethod
+    def load(cls, checkpoint: str | Path) -> TrainState:
+        """The state a checkpoint folder (``checkpoints/step-N``) saved."""
+        return cls.from_json(json.loads((Path(checkpoint) / "trainer_state.json").read_text()))
 
 
 @dataclass(frozen=True)

@@ -133,7 +133,7 @@ PAPER_ROWS: list[PaperRow] = [
         for size in ("1.7b", "8b")
     ),
 ]
-"""The paper's rows (Tables 1-2; values from its scripts, REFERENCE.md and issues 12 and 14). A
+"""The paper's rows (Tables 1-2; values from its scripts, docs/reproduce.md and issues 12 and 14). A
 code or math row's test split is the first benchmark of its column group (LiveCodeBench v6,
 AIME24); :data:`PAPER_TESTS` names the files of the others, scored on the same checkpoint."""
 

@@ -1,4 +1,4 @@
-"""Tree rollouts (AT-GRPO, DESIGN.md section 2) and the parallel-sampling baseline.
+"""Tree rollouts (AT-GRPO; docs/algorithm.md) and the parallel-sampling baseline.
 
 Tree mode: for every root env, at turn t, for the agent i whose move it is, the root is cloned K
 times, K candidate texts are sampled from agent i's policy, each clone is stepped with one

@@ -1,6 +1,6 @@
 """The AT-GRPO training loop (``mas-train``), top to bottom.
 
-Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO):
+Which GRPO variant this runs, exactly (the paper's AT-GRPO; docs/algorithm.md):
 
 * **Samples.** Tree rollouts (:mod:`mas_trainer.rollout`): per root env, per turn t, per agent i, K
   candidates from the same state on K clones, each scored by agent i's *immediate* reward ``r =
@@ -25,15 +25,22 @@ Which GRPO variant this runs, exactly (DESIGN.md section 2, the paper's AT-GRPO)
   split; the best weights so far are kept as ``checkpoints/best`` beside the latest, and the run
   ends with a test evaluation of them (``eval_best/*``). The test split never chooses anything.
 
-Phases: 0 setup; 1 held-out eval at step 0; 2 warm start + eval; 3 RL steps (3.1 rollout, 3.2
-advantages, 3.3 update, 3.4 sync, 3.5 log/eval/select/save); 4 final eval, checkpoint, test eval
-of the best checkpoint, plots, summary.
+Phases, one function each, in the order :func:`train` calls them: 0 :func:`_setup`; 1
+:func:`_evaluate_untrained` (held-out eval at step 0); 2 :func:`_warm_start` (SFT + eval); 3
+:func:`_rl_steps`, each :func:`_rl_step` (3.1 rollout, 3.2 advantages, 3.3 update, 3.4 sync, 3.5
+log/eval/select) then a save; 4 :func:`_finish` (final eval, checkpoint, test eval of the best
+checkpoint, plots, summary). What passes between them is one typed
+:class:`~mas_trainer.outputs.TrainState`, the same object a checkpoint saves.
+
 Ctrl-C during RL saves a checkpoint and returns (an update in progress finishes first; a rollout
 in progress is dropped, so the checkpoint is the state after the last whole step);
 ``--run.resume RUN_DIR`` continues the same run from its newest complete checkpoint: the logs are
 cut back to that checkpoint (no step is logged twice), overrides take effect (``optim.lr`` and
 ``optim.weight_decay`` are set in the restored optimiser) or are refused with the reason, and a
-folder without a complete checkpoint is refused (``--run.fresh true`` starts it over).
+folder without a complete checkpoint is refused (``--run.fresh true`` starts it over). The warm
+start checkpoints every ``run.warmstart_save_every`` steps and at its end (``step-000000``), so a
+kill during it resumes there; a finished run that is resumed with no more steps logs its final
+evaluation once (kept in the checkpoint), without playing it again.
 """
 
 from __future__ import annotations
@@ -43,19 +50,21 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from mas_envs.base import TextEnv
 from mas_trainer import at_grpo, baselines
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
 from mas_trainer.lockstep import once_each
-from mas_trainer.outputs import RunDir, cpu_seconds, resume_point
+from mas_trainer.outputs import RunDir, TrainState, cpu_seconds, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     Policy,
@@ -84,43 +93,71 @@ def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any
         run_path: The run folder (default: ``run.resume`` or ``run.out_dir/run.name``).
     """
     with contextlib.ExitStack() as at_exit:
-        return _train(cfg, run_path, at_exit)
+        run, state = _setup(cfg, run_path, at_exit)
+        m_init = _evaluate_untrained(run, state) if run.resumed_from is None else None
+        _warm_start(run, state)
+        stopped_at = _rl_steps(run, state)
+        return _finish(run, state, stopped_at=stopped_at, m_init=m_init)
 
 
-def _train(
+@dataclass
+class _Run:
+    """What every phase uses and none changes: the config, the run folder, the policies (their
+    engines and learners), the envs and task lists, the generators (their states are saved in
+    :class:`TrainState`) and the session's clocks."""
+
+    cfg: TrainConfig
+    out: RunDir
+    resumed_from: Path | None
+    policies: dict[str, Policy]
+    learners: dict[str, Any]
+    side_by_side: bool
+    tokenizers: Any
+    policy_of: dict[str, str]
+    roles: list[str]
+    make_env: Callable[[], TextEnv]
+    make_eval_env: Callable[[], TextEnv]
+    make_select_env: Callable[[], TextEnv]
+    train_ids: Sequence[int | str]
+    eval_tasks: list[int | str]
+    select_tasks: list[int | str]
+    rng: np.random.Generator
+    rollout: TreeRollout
+    t_start: float
+    cpu_start: float
+
+    @property
+    def show(self) -> bool:
+        return self.cfg.run.progress
+
+
+# ---------------------------------------------------------------------------- 0. setup
+
+
+def _setup(
     cfg: TrainConfig, run_path: str | Path | None, at_exit: contextlib.ExitStack
-) -> dict[str, Any]:
+) -> tuple[_Run, TrainState]:
+    """The run folder (a resume's checkpoint read back, its logs rewound), the policies with
+    their learners, the envs, the task lists and the rollout."""
     import torch
-    from tqdm import tqdm
 
-    # ---------------------------------------------------------------- 0. setup
-    t_start = time.perf_counter()
-    cpu_start = cpu_seconds()
+    t_start, cpu_start = time.perf_counter(), cpu_seconds()
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
     name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
     path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
     ckpt = resume_point(path, fresh=cfg.run.fresh) if cfg.run.resume else None
-    state: dict[str, Any] = {
-        "step": 0,
-        "policy_of": {},
-        "warmstart_done": False,
-        "summary": {},
-        "elapsed_s": 0.0,
-        "best": None,  # {"step", "success"}: the best validation evaluation so far
-        "cpu_s": 0.0,
-    }
+    state = TrainState()
     if ckpt is not None:
-        state = json.loads((ckpt / "trainer_state.json").read_text())
-        state.setdefault("best", None)  # checkpoints from before model selection
+        state = TrainState.load(ckpt)
         changes = _resume_changes(json.loads((path / "config.json").read_text()), cfg, state)
-        if "logs" in state:  # what was logged after the checkpoint goes (it is logged again)
-            RunDir.rewind(path, state["logs"])
+        if state.logs is not None:  # what was logged after the checkpoint goes (logged again)
+            RunDir.rewind(path, state.logs)
         if cfg.run.progress:
             listed = "; ".join(changes) if changes else "no overrides"
-            print(f"[resume] {path} from {ckpt.name} (step {state['step']}): {listed}")
-    run = RunDir(path, wandb_config=config_to_dict(cfg) if cfg.run.wandb else None)
-    run.write_json("config.json", config_to_dict(cfg))
+            print(f"[resume] {path} from {ckpt.name} (step {state.step}): {listed}")
+    out = RunDir(path, wandb_config=config_to_dict(cfg) if cfg.run.wandb else None)
+    out.write_json("config.json", config_to_dict(cfg))
     env_kwargs = {"mode": cfg.env.mode, "alpha": cfg.env.alpha, "max_turns": cfg.env.max_turns}
     make_env = env_factory(cfg.env.id, split="train", **env_kwargs, **cfg.env.options)
     make_eval_env = env_factory(cfg.env.id, split=cfg.eval.split, **env_kwargs, **cfg.env.options)
@@ -130,7 +167,7 @@ def _train(
     policy_of = role_policies(cfg, roles)
     names = sorted(set(policy_of.values()))
     if ckpt is None:
-        state["policy_of"] = policy_of
+        state.policy_of = policy_of
     rollout_cls: Callable[..., TreeRollout] = TreeRollout
     if cfg.run.backend == "ray":  # engines, learners, env workers as Ray actors
         from mas_trainer.distributed.build import build_ray_policies
@@ -146,24 +183,19 @@ def _train(
         attach_vllm_engines(cfg, policies)
     tokenizers = tokenizers_of(policies)  # each policy's own (a team may mix base models)
     rng = np.random.default_rng(cfg.run.seed)
-    if ckpt is not None:
-        rng.bit_generator.state = state["rng"]
-    train_ids = probe.task_ids("train")
-    eval_tasks = list(make_eval_env().task_ids(cfg.eval.split)[: cfg.eval.episodes])
-    select_tasks = list(make_select_env().task_ids("validation")[: cfg.eval.select_episodes])
-    summary: dict[str, Any] = state["summary"]
-    params = SamplingParams(
-        temperature=cfg.rollout.temperature,
-        top_p=cfg.rollout.top_p,
-        max_tokens=cfg.rollout.max_new_tokens,
-    )
+    if state.rng is not None:
+        rng.bit_generator.state = state.rng
     rollout = rollout_cls(
         make_env,
         {n: p.engine for n, p in policies.items()},
         tokenizers,
         policy_of,
         k=cfg.rollout.k,
-        params=params,
+        params=SamplingParams(
+            temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p,
+            max_tokens=cfg.rollout.max_new_tokens,
+        ),
         mode=cfg.rollout.mode,
         tie_break=cfg.rollout.tie_break,
         seed=cfg.run.seed,
@@ -171,64 +203,38 @@ def _train(
         system_message=cfg.rollout.system_message,
         enable_thinking=cfg.rollout.enable_thinking,
     )
-    if ckpt is not None and "rollout_rng" in state:
-        rollout.rng.bit_generator.state = state["rollout_rng"]
-    show = cfg.run.progress
+    if state.rollout_rng is not None:
+        rollout.rng.bit_generator.state = state.rollout_rng
+    run = _Run(
+        cfg=cfg,
+        out=out,
+        resumed_from=ckpt,
+        policies=policies,
+        learners=_make_learners(cfg, policies, ckpt),
+        side_by_side=cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies),
+        tokenizers=tokenizers,
+        policy_of=policy_of,
+        roles=roles,
+        make_env=make_env,
+        make_eval_env=make_eval_env,
+        make_select_env=make_select_env,
+        train_ids=probe.task_ids("train"),  # lazy: a seed range can hold billions of ids
+        eval_tasks=list(make_eval_env().task_ids(cfg.eval.split)[: cfg.eval.episodes]),
+        select_tasks=list(make_select_env().task_ids("validation")[: cfg.eval.select_episodes]),
+        rng=rng,
+        rollout=rollout,
+        t_start=t_start,
+        cpu_start=cpu_start,
+    )
+    return run, state
 
-    def evaluate(step: int, tag: str, prefix: str = "eval") -> dict[str, float]:
-        """Greedy held-out evaluation (``<prefix>/*`` metrics); transcripts of the first episodes.
 
-        ``prefix="select"`` plays the validation split (model selection), anything else the
-        report split ``eval.split``."""
-        selecting = prefix == "select"
-        result, episodes = evaluate_engines(
-            make_select_env if selecting else make_eval_env,
-            {n: p.engine for n, p in policies.items()},
-            tokenizers,
-            policy_of,
-            select_tasks if selecting else eval_tasks,
-            max_new_tokens=cfg.rollout.max_new_tokens,
-            system_message=cfg.rollout.system_message,
-            enable_thinking=cfg.rollout.enable_thinking,
-        )
-        if cfg.run.log_transcripts and not selecting:
-            run.write_transcripts(step, tag, episodes[: cfg.run.log_transcripts])
-        return summary_metrics(result, prefix)
+def _make_learners(
+    cfg: TrainConfig, policies: dict[str, Policy], ckpt: Path | None
+) -> dict[str, Any]:
+    """One learner per policy for both phases (the warm start's AdamW state carries into RL),
+    restored from the checkpoint when resuming."""
 
-    def select(step: int) -> dict[str, float]:
-        """Validation evaluation; the best weights so far become ``checkpoints/best``."""
-        m = evaluate(step, f"select-{step}", prefix="select")
-        best = state["best"]
-        if best is None or m["select/success"] > best["success"]:
-            state["best"] = {"step": step, "success": m["select/success"]}
-            save_checkpoint(run, step, policies, snapshot(step), tag="best")
-        m["select/best_success"] = state["best"]["success"]
-        return m
-
-    def snapshot(step: int, rngs: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {
-            **state,
-            "step": step,
-            "rng": rng.bit_generator.state,
-            "rollout_rng": rollout.rng.bit_generator.state,
-            **(rngs or {}),
-            "summary": summary,
-            "elapsed_s": state["elapsed_s"] + time.perf_counter() - t_start,
-            "cpu_s": state.get("cpu_s", 0.0) + cpu_seconds() - cpu_start,
-            "logs": run.log_sizes(),  # a resume cuts the logs back to these
-        }
-
-    # ---------------------------------------------------------------- 1. held-out eval at step 0
-    m_init: dict[str, float] | None = None
-    if ckpt is None:
-        m = m_init = evaluate(0, "init")
-        run.log(0, m, phase="init")
-        summary["success_init"] = m["eval/success"]
-        if show:
-            print(f"[step 0] held-out success before training: {m['eval/success']:.3f}")
-
-    # ---------------------------------------------------------------- 2. warm start (SFT) + eval
-    # One learner per policy for both phases: the warm start's AdamW state carries into RL.
     for pol in policies.values():
         pol.learner = make_learner(
             cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
@@ -237,181 +243,325 @@ def _train(
             # The saved optimiser would restore its own rate and decay: the config's win.
             lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
             load_learner_state(ckpt, pol, lr=lr, weight_decay=wd)
-    learners = {n: p.learner for n, p in policies.items() if p.learner is not None}
-    side_by_side = cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies)
-    warmstart_steps = max(cfg.optim.warmstart_steps_of(name) for name in policies)
-    if warmstart_steps and not state["warmstart_done"]:
-        t0 = time.perf_counter()
-        tasks = [
-            train_ids[int(i)]
-            for i in rng.integers(len(train_ids), size=cfg.optim.warmstart_episodes)
-        ]
-        data, no_oracle = oracle_samples(
-            make_env,
-            tokenizers,
-            policy_of,
-            tasks,
-            rng=rng,
-            system_message=cfg.rollout.system_message,
-            enable_thinking=cfg.rollout.enable_thinking,
-            oracle_share=cfg.optim.warmstart_oracle_share,
-        )
-        bar = tqdm(total=warmstart_steps, desc="warm start", disable=not show)
+    return {n: p.learner for n, p in policies.items() if p.learner is not None}
 
-        def on_step(i: int, m: dict[str, float]) -> None:
-            bar.update(1)
-            if i % 10 == 0 or i == warmstart_steps:
-                run.log(i, {f"warmstart/{k}": v for k, v in m.items()}, phase="warmstart")
-                bar.set_postfix({k: f"{v:.3f}" for k, v in list(m.items())[:2]})
 
-        warm_start(
-            learners,
-            data,
-            steps=cfg.optim.warmstart_steps,
-            batch_size=cfg.optim.warmstart_batch_size,
-            rng=rng,
-            on_step=on_step,
-            lr=cfg.optim.warmstart_lr,
-            min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
-            lr_by_policy=cfg.optim.warmstart_lr_by_policy,
-            steps_by_policy={n: cfg.optim.warmstart_steps_of(n) for n in policies},
-            side_by_side=side_by_side,
-        )
-        bar.close()
-        for pol in policies.values():
-            if pol.learner is not None:
-                pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
-        sync_engines(policies, cfg.model.engine_weights_dtype)
-        m = evaluate(0, "warmstart", prefix="eval_warmstart")
-        run.log(
-            0,
-            {
-                **m,
-                "warmstart/seconds": time.perf_counter() - t0,
-                "warmstart/samples": float(len(data)),
-                "warmstart/episodes_without_oracle": float(len(no_oracle)),
-            },
-            phase="warmstart",
-        )
-        summary["success_warmstart"] = m["eval_warmstart/success"]
-        summary["warmstart_s"] = time.perf_counter() - t0
-        state["warmstart_done"] = True
-        if show:
-            print(f"[warm start] held-out success after SFT: {summary['success_warmstart']:.3f}")
+# ---------------------------------------------------------------------------- 1. eval at step 0
 
-    # ---------------------------------------------------------------- 3. RL steps
-    step = int(state["step"])
-    t_rl = time.perf_counter()
-    bar = tqdm(total=cfg.optim.steps, initial=step, desc="AT-GRPO", disable=not show)
-    interrupted = False
-    at_step_start: dict[str, Any] = {}  # the generators before this step's rollout
-    try:
-        while step < cfg.optim.steps:
-            at_step_start = {
-                "rng": rng.bit_generator.state,
-                "rollout_rng": rollout.rng.bit_generator.state,
-            }
-            t0 = time.perf_counter()
-            # 3.1 rollout: K candidates per (root, turn, agent), continue from the best
-            picks = rng.integers(len(train_ids), size=cfg.rollout.tasks_per_step)
-            result = rollout.run([train_ids[int(i)] for i in picks], uid_prefix=f"{step}/")
-            metrics = result.metrics(roles)
-            # 3.2 advantages within each (root, turn, agent) group
-            batch, algo_metrics = at_grpo.advantages(
-                result.samples,
-                eps=cfg.algo.adv_eps,
-                drop_zero_var=cfg.algo.drop_zero_var,
-                drop_low_mean=cfg.algo.drop_low_mean,
-                drop_low_std=cfg.algo.drop_low_std,
-            )
-            metrics.update(algo_metrics)
-            with _ctrl_c_after_the_step():  # a half-applied update is no state to save
-                # 3.3 update: each policy learns from its own samples
-                t1 = time.perf_counter()
-                mine = {n: [s for s in batch if s.policy == n] for n in learners}
-                updates = {n: partial(learners[n].update, mine[n]) for n in learners if mine[n]}
-                for n, out in once_each(updates, side_by_side=side_by_side).items():
-                    suffix = "" if len(policies) == 1 else f"/{n}"
-                    metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
-                metrics["perf/update_s"] = time.perf_counter() - t1
-                # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
-                sync_engines(policies, cfg.model.engine_weights_dtype)
-                step += 1
-                at_step_start = {}
-                metrics["perf/step_s"] = time.perf_counter() - t0
-                # 3.5 log / eval / save
-                if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
-                    m = evaluate(step, f"step-{step}")
-                    metrics.update(m)
-                    if show:  # above the bar, which stays in place
-                        ci = f"{m['eval/ci95_low']:.3f}-{m['eval/ci95_high']:.3f}"
-                        bar.write(
-                            f"[step {step}] held-out success: {m['eval/success']:.3f} (95% CI {ci})"
-                        )
-                if cfg.eval.select_every and (
-                    step % cfg.eval.select_every == 0 or step == cfg.optim.steps
-                ):
-                    metrics.update(select(step))
-                run.log(step, metrics)
-            bar.update(1)
-            bar.set_postfix(
-                reward=f"{np.mean([s.reward for s in result.samples]):.2f}",
-                sampled_success=f"{metrics['rollout/success']:.2f}",
-                tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
-            )
-            if cfg.run.save_every and step % cfg.run.save_every == 0:
-                save_checkpoint(run, step, policies, snapshot(step))
-    except KeyboardInterrupt:
-        interrupted = True
+
+def _evaluate_untrained(run: _Run, state: TrainState) -> dict[str, float]:
+    """Held-out success of the untrained policies (a resumed run logged it already)."""
+    m = _evaluate(run, 0, "init")
+    run.out.log(0, m, phase="init")
+    state.summary["success_init"] = m["eval/success"]
+    if run.show:
+        print(f"[step 0] held-out success before training: {m['eval/success']:.3f}")
+    return m
+
+
+# ---------------------------------------------------------------------------- 2. warm start
+
+
+def _warm_start(run: _Run, state: TrainState) -> None:
+    """Supervised steps on oracle transcripts, then a held-out evaluation and a checkpoint.
+
+    A resume in the middle restores the generator to where the warm start began, so the same
+    oracle episodes and minibatches are drawn, and skips the steps already done."""
+    from tqdm import tqdm
+
+    cfg = run.cfg
+    steps = max(cfg.optim.warmstart_steps_of(name) for name in run.policies)
+    if not steps or state.warmstart_done:
+        return
+    t0 = time.perf_counter()
+    if state.warmstart_rng is None:
+        state.warmstart_rng = dict(run.rng.bit_generator.state)
+    else:
+        run.rng.bit_generator.state = state.warmstart_rng
+    tasks = [
+        run.train_ids[int(i)]
+        for i in run.rng.integers(len(run.train_ids), size=cfg.optim.warmstart_episodes)
+    ]
+    data, no_oracle = oracle_samples(
+        run.make_env,
+        run.tokenizers,
+        run.policy_of,
+        tasks,
+        rng=run.rng,
+        system_message=cfg.rollout.system_message,
+        enable_thinking=cfg.rollout.enable_thinking,
+        oracle_share=cfg.optim.warmstart_oracle_share,
+    )
+    bar = tqdm(total=steps, initial=state.warmstart_step, desc="warm start", disable=not run.show)
+
+    def on_step(i: int, m: dict[str, float]) -> None:
+        bar.update(1)
+        if i % 10 == 0 or i == steps:
+            run.out.log(i, {f"warmstart/{k}": v for k, v in m.items()}, phase="warmstart")
+            bar.set_postfix({k: f"{v:.3f}" for k, v in list(m.items())[:2]})
+
+    def on_save(i: int) -> None:
+        state.warmstart_step = i
+        # the generator as at the warm start's beginning: a resume draws its data again
+        _save(run, state, 0, rngs={"rng": state.warmstart_rng}, warmstart_s=t0)
+
+    warm_start(
+        run.learners,
+        data,
+        steps=cfg.optim.warmstart_steps,
+        batch_size=cfg.optim.warmstart_batch_size,
+        rng=run.rng,
+        on_step=on_step,
+        lr=cfg.optim.warmstart_lr,
+        min_lr_ratio=cfg.optim.warmstart_min_lr_ratio,
+        lr_by_policy=cfg.optim.warmstart_lr_by_policy,
+        steps_by_policy={n: cfg.optim.warmstart_steps_of(n) for n in run.policies},
+        side_by_side=run.side_by_side,
+        start=state.warmstart_step,
+        save_every=cfg.run.warmstart_save_every,
+        on_save=on_save,
+    )
     bar.close()
-    summary["rl_s"] = summary.get("rl_s", 0.0) + time.perf_counter() - t_rl
+    for pol in run.policies.values():
+        if pol.learner is not None:
+            pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
+    sync_engines(run.policies, cfg.model.engine_weights_dtype)
+    m = _evaluate(run, 0, "warmstart", prefix="eval_warmstart")
+    seconds = state.summary.get("warmstart_s", 0.0) + time.perf_counter() - t0
+    run.out.log(
+        0,
+        {
+            **m,
+            "warmstart/seconds": seconds,
+            "warmstart/samples": float(len(data)),
+            "warmstart/episodes_without_oracle": float(len(no_oracle)),
+        },
+        phase="warmstart",
+    )
+    state.summary["success_warmstart"] = m["eval_warmstart/success"]
+    state.summary["warmstart_s"] = seconds
+    state.warmstart_done, state.warmstart_step = True, steps
+    if run.show:
+        print(f"[warm start] held-out success after SFT: {m['eval_warmstart/success']:.3f}")
+    _save(run, state, 0)
 
-    # ---------------------------------------------------------------- 4. final eval, save, summary
+
+# ---------------------------------------------------------------------------- 3. RL steps
+
+
+def _rl_steps(run: _Run, state: TrainState) -> dict[str, Any] | None:
+    """RL steps up to ``optim.steps``, a checkpoint every ``run.save_every``.
+
+    Returns:
+        None when all steps ran; when Ctrl-C stopped them, the generators' states to save: those
+        before the rollout it dropped (empty when it came between two steps)."""
+    from tqdm import tqdm
+
+    cfg = run.cfg
+    t_rl = time.perf_counter()
+    bar = tqdm(total=cfg.optim.steps, initial=state.step, desc="AT-GRPO", disable=not run.show)
+    at_step_start: dict[str, Any] = {}  # the generators before this step's rollout
+    stopped_at: dict[str, Any] | None = None
+    try:
+        while state.step < cfg.optim.steps:
+            at_step_start = {
+                "rng": run.rng.bit_generator.state,
+                "rollout_rng": run.rollout.rng.bit_generator.state,
+            }
+            _rl_step(run, state, bar)
+            at_step_start = {}
+            if cfg.run.save_every and state.step % cfg.run.save_every == 0:
+                _save(run, state, state.step)
+    except KeyboardInterrupt:
+        stopped_at = at_step_start
+    bar.close()
+    state.summary["rl_s"] = state.summary.get("rl_s", 0.0) + time.perf_counter() - t_rl
+    return stopped_at
+
+
+def _rl_step(run: _Run, state: TrainState, bar: Any) -> None:
+    """One AT-GRPO step (3.1-3.5); ``state.step`` counts it once its update is applied."""
+    cfg = run.cfg
+    t0 = time.perf_counter()
+    # 3.1 rollout: K candidates per (root, turn, agent), continue from the best
+    picks = run.rng.integers(len(run.train_ids), size=cfg.rollout.tasks_per_step)
+    result = run.rollout.run([run.train_ids[int(i)] for i in picks], uid_prefix=f"{state.step}/")
+    metrics = result.metrics(run.roles)
+    # 3.2 advantages within each (root, turn, agent) group
+    batch, algo_metrics = at_grpo.advantages(
+        result.samples,
+        eps=cfg.algo.adv_eps,
+        drop_zero_var=cfg.algo.drop_zero_var,
+        drop_low_mean=cfg.algo.drop_low_mean,
+        drop_low_std=cfg.algo.drop_low_std,
+    )
+    metrics.update(algo_metrics)
+    with _ctrl_c_after_the_step():  # a half-applied update is no state to save
+        # 3.3 update: each policy learns from its own samples
+        t1 = time.perf_counter()
+        mine = {n: [s for s in batch if s.policy == n] for n in run.learners}
+        updates = {n: partial(run.learners[n].update, mine[n]) for n in run.learners if mine[n]}
+        for n, out in once_each(updates, side_by_side=run.side_by_side).items():
+            suffix = "" if len(run.policies) == 1 else f"/{n}"
+            metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
+        metrics["perf/update_s"] = time.perf_counter() - t1
+        # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
+        sync_engines(run.policies, cfg.model.engine_weights_dtype)
+        state.step += 1
+        state.final = None  # trained past any earlier final evaluation
+        step = state.step
+        metrics["perf/step_s"] = time.perf_counter() - t0
+        # 3.5 log / eval / select
+        if cfg.eval.every and step % cfg.eval.every == 0 and step < cfg.optim.steps:
+            m = _evaluate(run, step, f"step-{step}")
+            metrics.update(m)
+            if run.show:  # above the bar, which stays in place
+                ci = f"{m['eval/ci95_low']:.3f}-{m['eval/ci95_high']:.3f}"
+                bar.write(f"[step {step}] held-out success: {m['eval/success']:.3f} (95% CI {ci})")
+        if cfg.eval.select_every and (step % cfg.eval.select_every == 0 or step == cfg.optim.steps):
+            metrics.update(_select(run, state, step))
+        run.out.log(step, metrics)
+    bar.update(1)
+    bar.set_postfix(
+        reward=f"{np.mean([s.reward for s in result.samples]):.2f}",
+        sampled_success=f"{metrics['rollout/success']:.2f}",
+        tok_s=f"{metrics['perf/tokens_per_s']:.0f}",
+    )
+
+
+# ---------------------------------------------------------------------------- 4. finish
+
+
+def _finish(
+    run: _Run,
+    state: TrainState,
+    *,
+    stopped_at: dict[str, Any] | None,
+    m_init: dict[str, float] | None,
+) -> dict[str, Any]:
+    """Final evaluation, the last checkpoint, the test evaluation of the weights validation
+    chose, the summary and the plots (``stopped_at``: see :func:`_rl_steps`)."""
+
+    cfg, summary, step = run.cfg, state.summary, state.step
+    interrupted = stopped_at is not None
+    m: dict[str, float] = {}
     if not interrupted:
-        untouched = m_init is not None and not (cfg.optim.steps or warmstart_steps)
-        # An untrained run (a prompting baseline) has the step-0 weights: do not play it twice.
-        m = dict(m_init) if untouched and m_init is not None else evaluate(step, "final")
-        run.log(step, m, phase="final")
+        untouched = m_init is not None and not (cfg.optim.steps or state.warmstart_done)
+        if state.final is not None:  # a resumed run that had finished: logged, not played again
+            m = state.final
+        elif untouched and m_init is not None:
+            m = dict(m_init)  # an untrained run (a prompting baseline) has the step-0 weights
+        else:
+            m = _evaluate(run, step, "final")
         summary["success_final"] = m["eval/success"]
         summary["success_final_ci"] = [m["eval/ci95_low"], m["eval/ci95_high"]]
+        state.final = m
     summary["steps"] = step
     summary["interrupted"] = interrupted
-    summary["wall_s"] = state["elapsed_s"] + time.perf_counter() - t_start
-    # CPU seconds of this process and of the sandbox runs it waited for: the cost on an idle
-    # machine (the wall time depends on what else runs).
-    summary["cpu_s"] = state.get("cpu_s", 0.0) + cpu_seconds() - cpu_start
+    # The checkpoint's logs end before the final row: a resume that trains on drops it.
     # Interrupted in a rollout: its draws are dropped with it, so a resume redoes that step
     # exactly as an uninterrupted run would have.
-    ckpt_path = save_checkpoint(run, step, policies, snapshot(step, at_step_start))
+    ckpt_path = _save(run, state, step, rngs=stopped_at)
+    if not interrupted:
+        run.out.log(step, m, phase="final")
     summary["checkpoint"] = str(ckpt_path)
-    best = state["best"]
+    best = state.best
     if best is not None and not interrupted:
         # The weights validation chose, scored on the test split (the row's number).
         summary["best_step"] = best["step"]
         summary["success_best_validation"] = best["success"]
         if best["step"] != step:
-            for pol in policies.values():
-                load_learner_state(run.path / "checkpoints" / "best", pol)
-            sync_engines(policies, cfg.model.engine_weights_dtype)
-            m = evaluate(step, "best", prefix="eval_best")
+            for pol in run.policies.values():
+                load_learner_state(run.out.path / "checkpoints" / "best", pol)
+            sync_engines(run.policies, cfg.model.engine_weights_dtype)
+            m = _evaluate(run, step, "best", prefix="eval_best")
         else:
             m = {k.replace("eval/", "eval_best/", 1): v for k, v in m.items()}
-        run.log(step, m, phase="best")
+        run.out.log(step, m, phase="best")
         summary["success_best"] = m["eval_best/success"]
-    summary["run_dir"] = str(path)
-    summary["eval_episodes"] = len(eval_tasks)
+    summary["wall_s"] = state.elapsed_s + time.perf_counter() - run.t_start
+    # CPU seconds of this process and of the sandbox runs it waited for: the cost on an idle
+    # machine (the wall time depends on what else runs).
+    summary["cpu_s"] = state.cpu_s + cpu_seconds() - run.cpu_start
+    summary["run_dir"] = str(run.out.path)
+    summary["eval_episodes"] = len(run.eval_tasks)
     summary["eval_split"] = cfg.eval.split
     measured = baselines.lookup(cfg)  # the single agent's figures, when this config was measured
     if measured is not None:
         summary["baselines"] = {
             "source": f"{baselines.PATH.name}: {measured['command']} "
-            f"(commits {', '.join(measured['commits'])}, {measured['measured_utc']})",
+            f"(commits {', '.join(measured['commits'])}, {measured['measured_utc']}"
+            + (f", {measured['machine']})" if "machine" in measured else ")"),
             "rows": measured["rows"],
         }
-    run.write_json("summary.json", summary)
-    plot_run(path)
-    run.close()
+    run.out.write_json("summary.json", summary)
+    plot_run(run.out.path)
+    run.out.close()
     return summary
+
+
+# ---------------------------------------------------------------------------- evaluate, save
+
+
+def _evaluate(run: _Run, step: int, tag: str, prefix: str = "eval") -> dict[str, float]:
+    """Greedy held-out evaluation (``<prefix>/*`` metrics); transcripts of the first episodes.
+
+    ``prefix="select"`` plays the validation split (model selection), anything else the report
+    split ``eval.split``."""
+    selecting = prefix == "select"
+    result, episodes = evaluate_engines(
+        run.make_select_env if selecting else run.make_eval_env,
+        {n: p.engine for n, p in run.policies.items()},
+        run.tokenizers,
+        run.policy_of,
+        run.select_tasks if selecting else run.eval_tasks,
+        max_new_tokens=run.cfg.rollout.max_new_tokens,
+        system_message=run.cfg.rollout.system_message,
+        enable_thinking=run.cfg.rollout.enable_thinking,
+    )
+    if run.cfg.run.log_transcripts and not selecting:
+        run.out.write_transcripts(step, tag, episodes[: run.cfg.run.log_transcripts])
+    return summary_metrics(result, prefix)
+
+
+def _select(run: _Run, state: TrainState, step: int) -> dict[str, float]:
+    """Validation evaluation; the best weights so far become ``checkpoints/best``."""
+    m = _evaluate(run, step, f"select-{step}", prefix="select")
+    if state.best is None or m["select/success"] > state.best["success"]:
+        state.best = {"step": step, "success": m["select/success"]}
+        _save(run, state, step, tag="best")
+    m["select/best_success"] = state.best["success"]
+    return m
+
+
+def _save(
+    run: _Run,
+    state: TrainState,
+    step: int,
+    *,
+    rngs: dict[str, Any] | None = None,
+    tag: str | None = None,
+    warmstart_s: float | None = None,
+) -> Path:
+    """Checkpoint the policies and the state as it is now (``rngs``: generator states to save
+    in place of the current ones; ``warmstart_s``: the running warm start's start time)."""
+    now = time.perf_counter()
+    state.rng = dict(run.rng.bit_generator.state)
+    state.rollout_rng = dict(run.rollout.rng.bit_generator.state)
+    saved = TrainState(
+        **{
+            **state.to_json(),
+            **{k: v for k, v in (rngs or {}).items() if v is not None},
+            "step": step,
+            "summary": dict(state.summary),
+            "elapsed_s": state.elapsed_s + now - run.t_start,
+            "cpu_s": state.cpu_s + cpu_seconds() - run.cpu_start,
+            "logs": run.out.log_sizes(),  # a resume cuts the logs back to these
+        }
+    )
+    if warmstart_s is not None:
+        saved.summary["warmstart_s"] = state.summary.get("warmstart_s", 0.0) + now - warmstart_s
+    return save_checkpoint(run.out, step, run.policies, saved.to_json(), tag=tag)
 
 
 # ---------------------------------------------------------------------------- resume, Ctrl-C
@@ -427,12 +577,12 @@ _IGNORED_ON_RESUME = {"run.resume", "run.fresh", "run.name", "run.out_dir"}
 """The run folder is the one given to ``--run.resume``, whatever these say."""
 
 
-def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: dict[str, Any]) -> list[str]:
+def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: TrainState) -> list[str]:
     """The settings a resume changes, each as ``"optim.lr 1e-06 -> 5e-05 (...)"``.
 
     Raises:
         ConfigError: A setting that cannot change on resume (its value comes from the
-            checkpoint), or a warm-start setting of a run whose warm start is done.
+            checkpoint), or a warm-start setting of a run whose warm start is done or begun.
     """
     new = config_to_dict(cfg)
     changed = [
@@ -447,8 +597,10 @@ def _resume_changes(saved: dict[str, Any], cfg: TrainConfig, state: dict[str, An
         if key in _IGNORED_ON_RESUME:
             continue
         why = _FIXED_ON_RESUME.get(key)
-        if why is None and key.startswith("optim.warmstart_") and state.get("warmstart_done"):
+        if why is None and key.startswith("optim.warmstart_") and state.warmstart_done:
             why = "this run's warm start is done (it only shapes a warm start)"
+        elif why is None and key.startswith("optim.warmstart_") and state.warmstart_step:
+            why = "this run's warm start has begun (a resume finishes the one it began)"
         if why:
             refused.append(f"{key} {old!r} -> {value!r}: {why}")
         else:

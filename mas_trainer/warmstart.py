@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -178,6 +179,9 @@ def warm_start(
     lr_by_policy: Mapping[str, float] | None = None,
     steps_by_policy: Mapping[str, int] | None = None,
     side_by_side: bool = False,
+    start: int = 0,
+    save_every: int = 0,
+    on_save: Callable[[int], None] | None = None,
 ) -> dict[str, float]:
     """Run ``steps`` supervised steps per policy on minibatches drawn from its own samples.
 
@@ -201,6 +205,11 @@ def warm_start(
         side_by_side: Train the policies at the same time, each in a thread of its own
             (:func:`~mas_trainer.lockstep.lockstep`; the same minibatches and results). Only for
             learners that share no model.
+        start: Steps already done (a resumed warm start): the minibatches are drawn as for a
+            whole warm start and those of steps ``1..start`` are skipped.
+        save_every: Call ``on_save(step)`` after every ``save_every``-th step (not after the
+            last), when every policy has finished that step and none has begun the next.
+        on_save: Saves a checkpoint of the learners (the caller's).
 
     Returns:
         The last step's metrics, prefixed by policy name when there are several policies.
@@ -235,8 +244,23 @@ def warm_start(
         return {f"{prefix[policy]}{k}": float(v) for k, v in m.items()}
 
     last: dict[str, float] = {}
-    for step, per_policy in lockstep(sft_step, length, side_by_side=side_by_side):
-        last = {k: v for m in per_policy.values() for k, v in m.items()}
-        if on_step is not None:
-            on_step(step, last)
+    end = max(length.values(), default=0)
+    chunk = save_every if save_every and on_save is not None else end
+    # Chunks of ``save_every`` steps: between two chunks no policy is stepping (side by side,
+    # the threads of a chunk are joined), so a checkpoint there is one consistent state.
+    for done in range(start, end, max(chunk, 1)):
+        upto = min(done + chunk, end)
+        todo = {p: max(0, min(n, upto) - done) for p, n in length.items()}
+        steps_of = partial(_shifted, sft_step, done)
+        for step, per_policy in lockstep(steps_of, todo, side_by_side=side_by_side):
+            last = {k: v for m in per_policy.values() for k, v in m.items()}
+            if on_step is not None:
+                on_step(done + step, last)
+        if upto < end and on_save is not None:
+            on_save(upto)
     return last
+
+
+def _shifted(fn: Callable[[str, int], dict[str, float]], by: int, policy: str, step: int) -> Any:
+    """``fn(policy, by + step)``: a chunk's step numbered in the whole warm start."""
+    return fn(policy, by + step)

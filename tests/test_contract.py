@@ -1,4 +1,4 @@
-"""The env contract of DESIGN.md section 3, for every registered id, beyond what
+"""The env contract (docs/architecture.md, "The env contract"), for every registered id, beyond what
 :func:`mas_envs.test.text_env_test` checks (test_conformance.py runs it on every id): clones under
 random action sequences, finished episodes, the oracle and random policies, golden transcripts,
 content-disjoint splits on small boards."""

@@ -5,7 +5,7 @@ EPYC without AVX-512, 1,139 and ~920 CPU seconds, ~18-20 minutes, ~26 beside oth
 
 ``mas-train`` with no arguments (the ``plan-path-tiny`` preset, seed 0, its full budget) against its
 own warm start and against the single agent + GRPO at the same budget, all on the preset's 200
-held-out test tasks, run by ``benchmarks/compare_baselines.py`` (rows ``mas``, ``mas-per-role``,
+held-out test tasks, run by ``experiments/compare_baselines.py`` (rows ``mas``, ``mas-per-role``,
 ``single``, ``single-grpo``; the team's rows and the single agent's in two processes side by
 side). Issue 11's targets are +20 points for RL over the warm start and +20 for the team over the
 single agent; this test fails below half of each (+10). Seed 0 measured +83.5 and +30.0 points

@@ -179,7 +179,7 @@ def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, ca
 
 
 def test_default_token_limit_comes_from_the_run_then_the_presets():
-    from mas_trainer.eval.policies import default_max_new_tokens
+    from mas_trainer.eval.actors import default_max_new_tokens
 
     assert default_max_new_tokens("tiny:tiny-bpe", ["mas/PlanPathCode-v1"]) == (
         48,
@@ -200,7 +200,7 @@ def test_default_token_limit_comes_from_the_run_then_the_presets():
 
 
 def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
-    from mas_trainer.eval.policies import default_max_new_tokens
+    from mas_trainer.eval.actors import default_max_new_tokens
 
     run, ckpt = tiny_run
     for path in (run, ckpt, ckpt / "shared"):
@@ -210,7 +210,7 @@ def test_default_token_limit_of_a_run_is_the_runs(tiny_run):
 
 def test_results_pair_up_episode_by_episode(tmp_path):
     """``episode_success`` lists each task's outcome in ``task_ids`` order, so two evaluations of
-    the same tasks can be compared pair by pair (benchmarks/paired_episodes.py)."""
+    the same tasks can be compared pair by pair (experiments/paired_episodes.py)."""
     from mas_trainer.eval.play import run_eval
 
     kw = {"episodes": 30, "env_options": {"rows": 4, "cols": 4}}
@@ -227,7 +227,7 @@ def test_results_pair_up_episode_by_episode(tmp_path):
 
 
 def test_paired_episodes_counts_the_pairs_and_tests_them(tmp_path, capsys):
-    """benchmarks/paired_episodes.py on two rows (the oracle and the random policy standing in
+    """experiments/paired_episodes.py on two rows (the oracle and the random policy standing in
     for checkpoints): the pair counts, the exact McNemar p-values, and a refusal when a replay
     does not reproduce the success its row recorded."""
     from benchmark_scripts import load

@@ -135,3 +135,54 @@ def test_the_command_lines_and_the_http_engine_import_without_torch():
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_the_env_layer_does_not_import_the_trainer():
+    # Layers run one way: mas_trainer builds on mas_envs, never the reverse (docs/architecture.md).
+    graph = import_graph(REPO)
+    upward = sorted(
+        f"{name} -> {target}"
+        for name, targets in graph.items()
+        if name.startswith("mas_envs")
+        for target in targets
+        if target.startswith("mas_trainer")
+    )
+    assert upward == []
+
+
+def _paths_into_the_packages(path: Path) -> list[str]:
+    """Where a script builds a path into ``mas_envs/`` or ``mas_trainer/``: ``x / "mas_trainer"``
+    or a string such as ``"mas_trainer/baselines.json"``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, ast.Div)
+            and isinstance(node.right, ast.Constant)
+            and node.right.value in PACKAGES
+        ) or (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and node.value.startswith(tuple(f"{p}/" for p in PACKAGES))
+        ):
+            found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_no_script_writes_into_the_packages(tmp_path):
+    # benchmarks/ and experiments/ write to their --out-dir; what the package ships as a stored
+    # figure (mas_trainer/baselines.json) is copied there by hand (docs/reproduce.md).
+    scripts = sorted([*(REPO / "benchmarks").glob("*.py"), *(REPO / "experiments").glob("*.py")])
+    assert any(p.name == "compare_baselines.py" for p in scripts)
+    assert [hit for p in scripts for hit in _paths_into_the_packages(p)] == []
+    # The check sees the loop it guards against (the old compare_baselines.py's target).
+    old = tmp_path / "old.py"
+    old.write_text('BASELINES = Path(__file__).parents[1] / "mas_trainer" / "baselines.json"\n')
+    assert _paths_into_the_packages(old) == ["old.py:1"]
+
+
+def test_experiments_and_speed_benchmarks_are_apart():
+    # The scripts behind the results pages live in experiments/, speed benchmarks in benchmarks/.
+    experiments = {p.stem for p in (REPO / "experiments").glob("*.py")}
+    assert {"compare_baselines", "plot_baselines", "paired_episodes"} <= experiments
+    assert not experiments & {p.stem for p in (REPO / "benchmarks").glob("*.py")}

@@ -15,7 +15,7 @@ from mas_trainer.models import (  # noqa: E402
     add_lora_adapters,
     build_bpe_tokenizer,
     build_byte_tokenizer,
-    build_planpath_tokenizer,
+    build_corpus_tokenizer,
     build_tiny_model,
     chat_prompt_ids,
     count_parameters,
@@ -49,12 +49,12 @@ def test_planpath_bpe_tokenizer_is_short_deterministic_and_loses_nothing(tmp_pat
     from mas_envs.planpath import prompts
     from mas_trainer import models
 
-    tok = build_planpath_tokenizer()
-    assert len(tok) <= models.PLANPATH_BPE_VOCAB
+    tok = build_corpus_tokenizer("planpath-bpe")
+    assert len(tok) <= models.CORPUS_TOKENIZERS["planpath-bpe"][1]
     assert (tok.pad_token_id, tok.eos_token_id) == (0, 2)
     assert stop_token_ids(tok) == [0, 2]
-    models._planpath_tokenizer_json.cache_clear()  # built again from scratch: the same tokenizer
-    assert build_planpath_tokenizer().get_vocab() == tok.get_vocab()
+    models._corpus_tokenizer_json.cache_clear()  # built again from scratch: the same tokenizer
+    assert build_corpus_tokenizer("planpath-bpe").get_vocab() == tok.get_vocab()
     # Programs and prompts are tens of tokens, not hundreds.
     program = prompts.oracle_program_v1()
     assert len(tok.encode(program)) < len(program) / 5
@@ -82,12 +82,12 @@ def test_planpath_bpe_tokenizer_gives_each_move_of_a_move_list_its_own_token() -
     last line, the same text as its answer. With one token per move (a set of 8 seen thousands of
     times) that is one copy rule; when BPE merged whole move lists (``' D, D, R, R'`` one token)
     it was one rule per move list, ~100 of them rare in the warm start's data."""
-    from mas_trainer import models
+    from mas_envs.planpath.corpus import tokenizer_corpus
 
-    tok = build_planpath_tokenizer()
+    tok = build_corpus_tokenizer("planpath-bpe")
     move_tokens = {f"{sep}{m}" for sep in (" ", ", ") for m in "UDLR"}
     # Texts the tokenizer was not trained on: other levels, the oracle's and random answers.
-    texts = models.planpath_corpus(episodes=40, seed=7)
+    texts = tokenizer_corpus(episodes=40, seed=7)
     lists = 0
     for text in texts:
         assert tok.decode(tok.encode(text)) == text
@@ -218,3 +218,8 @@ def test_lora_adapters_start_as_the_base_policy() -> None:
     assert trainable and all(".executor." in n for n in trainable)
     with pytest.raises(ValueError, match="distinct"):
         add_lora_adapters(build_tiny_model("tiny")[0], ["a", "a"])
+
+
+def test_an_unknown_corpus_tokenizer_is_refused_with_the_names() -> None:
+    with pytest.raises(ValueError, match=r"unknown tokenizer 'planpath'.*planpath-bpe"):
+        build_corpus_tokenizer("planpath")

@@ -9,6 +9,7 @@ on the digit-copying env (``tests/digit_env.py``).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import signal
@@ -172,7 +173,12 @@ def test_resume_refuses_a_folder_without_a_complete_checkpoint(tmp_path, monkeyp
     from mas_trainer.outputs import read_metrics
     from mas_trainer.train import train
 
-    _crash_at(monkeypatch, "0/")  # the first RL step: warm start done, no checkpoint yet
+    train_module = importlib.import_module("mas_trainer.train")
+
+    def crash(*args, **kwargs):  # in the warm start, before its first checkpoint
+        raise RuntimeError("the machine went down")
+
+    monkeypatch.setattr(train_module, "warm_start", crash)
     with pytest.raises(RuntimeError, match="went down"):
         train(fast_config(tmp_path, "--run.name", "r", "--run.save_every", "1"))
     monkeypatch.undo()
@@ -272,3 +278,80 @@ def test_overrides_on_resume_take_effect_or_are_refused(tmp_path):
     with pytest.raises(ConfigError, match=r"optim.warmstart_lr .* warm start is done"):
         train(_resume(run, "--optim.warmstart_lr", "0.5"))
     assert (run / "metrics.jsonl").read_bytes() == logged
+
+
+def _without_time(records):
+    return [{k: v for k, v in r.items() if k != "time"} for r in records]
+
+
+@needs_torch
+def test_resuming_a_finished_run_does_not_evaluate_it_again(tmp_path, monkeypatch):
+    # The last checkpoint of a finished run is its final step. Resumed as it is, the run logs its
+    # final evaluation once (kept in the checkpoint) and plays no episode; resumed with more
+    # steps, it trains on and the final row is the new last step's only.
+    from test_train import fast_config
+
+    train_module = importlib.import_module("mas_trainer.train")
+    from mas_trainer.outputs import read_metrics
+    from mas_trainer.train import train
+
+    first = train(fast_config(tmp_path, "--run.name", "r"))
+    run = tmp_path / "r"
+    logged = read_metrics(run / "metrics.jsonl")
+    played = []
+    real = train_module.evaluate_engines
+    monkeypatch.setattr(
+        train_module, "evaluate_engines", lambda *a, **k: played.append(a[4]) or real(*a, **k)
+    )
+    again = train(_resume(run))
+    assert played == []
+    assert _without_time(read_metrics(run / "metrics.jsonl")) == _without_time(logged)
+    assert again["success_final"] == first["success_final"] and again["steps"] == 2
+    train(_resume(run, "--optim.steps", "3"))
+    records = read_metrics(run / "metrics.jsonl")
+    assert [(r["phase"], r["step"]) for r in records if r["phase"] in ("rl", "final")] == [
+        ("rl", 1),
+        ("rl", 2),
+        ("rl", 3),
+        ("final", 3),
+    ]
+
+
+@needs_torch
+def test_a_run_killed_in_its_warm_start_resumes_there(tmp_path, monkeypatch):
+    # A warm start of 6 steps, checkpointed every 2, dies in its 5th step: the run resumes from
+    # warm-start step 4 and ends with the same numbers as a run that never stopped.
+    from test_train import fast_config
+
+    from mas_trainer.learner import Learner
+    from mas_trainer.outputs import TrainState, latest_checkpoint, read_metrics
+    from mas_trainer.train import train
+
+    args = ("--optim.warmstart_steps", "6", "--run.warmstart_save_every", "2")
+    real_sft = Learner.sft_update
+    calls = []
+
+    def sft_update(self, *a, **k):
+        calls.append(1)
+        if len(calls) == 5:
+            raise RuntimeError("the machine went down")
+        return real_sft(self, *a, **k)
+
+    monkeypatch.setattr(Learner, "sft_update", sft_update)
+    with pytest.raises(RuntimeError, match="went down"):
+        train(fast_config(tmp_path, "--run.name", "r", *args))
+    monkeypatch.undo()
+    run = tmp_path / "r"
+    ckpt = latest_checkpoint(run)
+    assert ckpt is not None and ckpt.name == "step-000000"
+    state = TrainState.load(ckpt)
+    assert (state.warmstart_step, state.warmstart_done) == (4, False)
+    train(_resume(run, *args))
+    train(fast_config(tmp_path, "--run.name", "straight", *args))
+    resumed, straight = (read_metrics(tmp_path / n / "metrics.jsonl") for n in ("r", "straight"))
+    assert [(r["phase"], r["step"]) for r in resumed] == [(r["phase"], r["step"]) for r in straight]
+    assert [r["phase"] for r in resumed].count("init") == 1
+    for a, b in zip(resumed, straight, strict=True):
+        for key in ("warmstart/loss/sft", "eval_warmstart/success", "loss/policy", "eval/success"):
+            assert a.get(key) == b.get(key), (a["phase"], a["step"], key)
+    assert any("warmstart/loss/sft" in r for r in resumed)

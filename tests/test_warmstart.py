@@ -87,6 +87,53 @@ def test_per_policy_steps_give_each_policy_its_own_schedule_and_log_only_its_ste
     assert all(any(k.startswith("tool/") for k in keys) == (i <= 2) for i, keys in logged)
 
 
+class BatchLearner(RecordingLearner):
+    """Also records which samples each step trained on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[int]] = []
+
+    def sft_update(self, batch, lr=None):
+        self.batches.append(sorted(s.prompt_ids[0] for s in batch))
+        return super().sft_update(batch, lr)
+
+
+def _numbered(n: int, policy: str) -> list[TrainSample]:
+    return [TrainSample([i], [3], [0.0], 0.0, policy=policy) for i in range(n)]
+
+
+@pytest.mark.parametrize("side_by_side", [False, True])
+def test_a_saved_and_resumed_warm_start_trains_on_what_a_whole_one_does(side_by_side):
+    # Saves every 3 steps land between steps, with every policy done with the step before; a
+    # warm start resumed after step 3 (the same generator state) trains the remaining steps on
+    # the same minibatches at the same rates as one that never stopped.
+    def run(start=0, save_every=0):
+        learners = {"tool": BatchLearner(), "planner": BatchLearner()}
+        saves: list[tuple[int, int, int]] = []
+        warm_start(
+            learners, [*_numbered(9, "tool"), *_numbered(9, "planner")], steps=4, batch_size=3,
+            rng=np.random.default_rng(5), lr=1e-2, min_lr_ratio=0.1,
+            steps_by_policy={"planner": 8}, side_by_side=side_by_side, start=start,
+            save_every=save_every,
+            on_save=lambda i: saves.append(
+                (i, len(learners["tool"].rates), len(learners["planner"].rates))
+            ),
+        )  # fmt: skip
+        return learners, saves
+
+    whole, no_saves = run()
+    chunked, saves = run(save_every=3)
+    assert no_saves == [] and saves == [(3, 3, 3), (6, 4, 6)]  # not after the last step
+    for name in ("tool", "planner"):
+        assert chunked[name].batches == whole[name].batches
+        assert chunked[name].rates == whole[name].rates
+    resumed, _ = run(start=3, save_every=3)
+    assert resumed["tool"].batches == whole["tool"].batches[3:]
+    assert resumed["planner"].batches == whole["planner"].batches[3:]
+    assert resumed["planner"].rates == pytest.approx(whole["planner"].rates[3:])
+
+
 def test_config_scales_per_policy_steps():
     factor = ["--optim.warmstart_steps_factor_by_policy", '{"planner": 2.5}']
     cfg = build_config("plan-path-tiny", overrides=[*factor, "--optim.warmstart_steps", "7"])

@@ -41,7 +41,7 @@ lists (``**Actions List**: ["U","R"]``), code fences, bracketed lists and runs l
 also accepted (:func:`mas_envs.moves.parse_moves`). More than ``4 * rows * cols`` moves, or any
 other word, is a format error (local reward -1.0, ``parsed=False``, ``reason`` says why).
 
-**Rewards** (per move of a move list; REFERENCE.md's numbers; tables in
+**Rewards** (per move of a move list; the paper's numbers; tables in
 :mod:`mas_envs.planpath.grid`):
 
 =========================================  ===============================================

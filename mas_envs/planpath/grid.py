@@ -9,7 +9,7 @@ level in a :class:`Level` of tuples (immutable, so env clones share it for free)
 * ``dist[cell]``: BFS distance to the goal (``-1``: unreachable);
 * ``phi[cell]``: the shaping potential, ``-Manhattan(cell, goal)``.
 
-Rewards of one move list (REFERENCE.md, the paper's numbers):
+Rewards of one move list (the paper's numbers):
 
 =====================================  =========================================
 event                                   reward

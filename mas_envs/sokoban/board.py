@@ -44,7 +44,7 @@ _READ = {
 
 @dataclass(frozen=True)
 class Rewards:
-    """Per-move rewards of a plan (REFERENCE.md's numbers), summed over its moves.
+    """Per-move rewards of a plan (the paper's numbers), summed over its moves.
 
     Attributes:
         move: Every move that is made.

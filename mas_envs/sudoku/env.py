@@ -38,7 +38,7 @@ the last fill list or grid in the text; :mod:`mas_envs.sudoku.prompts`). Two for
 * fills ``[[row, column, digit], ...]``, rows and columns numbered **from 1**: ``#### [[1, 3, 4]]``.
   A fill overwrites that cell; other cells stay.
 
-**Rules and rewards** (local reward of one answer; REFERENCE.md's numbers):
+**Rules and rewards** (local reward of one answer; the paper's numbers):
 
 ======================================================  =================================
 event                                                   local reward

@@ -238,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[str, Any], Any]:
     """The resolver's options from the command line; a run folder's defaults where it has them."""
-    from mas_trainer.eval.policies import REFERENCE_POLICIES, default_max_new_tokens
+    from mas_trainer.eval.actors import REFERENCE_POLICIES, default_max_new_tokens
     from mas_trainer.outputs import find_run
 
     run = find_run(args.policy)
@@ -274,8 +274,8 @@ def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[st
 
 
 def _env_form(args: argparse.Namespace) -> None:
+    from mas_trainer.eval.actors import parse_role_map
     from mas_trainer.eval.play import run_eval
-    from mas_trainer.eval.policies import parse_role_map
 
     options, run = _decoding(args, [args.env])
     env_options: Any = json.loads(args.env_options) if args.env_options else {}

@@ -1,6 +1,6 @@
 """The one play loop of evaluation, and the one summary of its episodes.
 
-:func:`play` plays one episode per task with an :data:`~mas_trainer.eval.policies.Actor`, every
+:func:`play` plays one episode per task with an :data:`~mas_trainer.eval.actors.Actor`, every
 episode in lockstep: at each step the pending actions of all live episodes go to the actor in one
 batch (so an engine makes one ``generate`` call per policy). It is what the trainer's held-out
 evaluation (:func:`evaluate_engines`, the ``eval/*`` metrics), ``mas-eval --env``
@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from mas_envs.base import TextEnv
-from mas_trainer.eval.policies import (
+from mas_trainer.eval.actors import (
     REFERENCE_POLICIES,
     Actor,
     Item,
@@ -210,7 +210,7 @@ def run_eval(
 
     Args:
         env_id: A registered env id, or ``package.module:Class``.
-        policy: A policy string (:func:`mas_trainer.eval.policies.resolve_policy`).
+        policy: A policy string (:func:`mas_trainer.eval.actors.resolve_policy`).
         episodes: Number of tasks (the first N of the split).
         split: Which split to draw task ids from.
         mode: ``mas`` or ``single``.
@@ -218,10 +218,10 @@ def run_eval(
         env_options: Extra env constructor arguments (difficulty).
         role_map: ``{role: policy_role}``: play ``role`` with the policy that plays ``policy_role``.
         max_new_tokens: Token limit per agent turn (None:
-            :func:`~mas_trainer.eval.policies.default_max_new_tokens`).
+            :func:`~mas_trainer.eval.actors.default_max_new_tokens`).
         system_message: Send the env's system text.
         seed: Seed of the random policy and of ``tiny:`` models.
-        **policy_options: More :func:`~mas_trainer.eval.policies.resolve_policy` arguments
+        **policy_options: More :func:`~mas_trainer.eval.actors.resolve_policy` arguments
             (``device``, ``dtype``, the ``openai:`` settings).
 
     Returns:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from mas_envs.optional import require
-from mas_trainer.eval.policies import resolve_policy
+from mas_trainer.eval.actors import resolve_policy
 from mas_trainer.eval.suite import BOARDS, play_board, result_file, save_result
 from mas_trainer.outputs import find_run
 
@@ -46,14 +46,14 @@ def reasoner_scaling(
 
     Args:
         board_name: A math board of :data:`~mas_trainer.eval.suite.BOARDS`.
-        policy: The policy string (:func:`~mas_trainer.eval.policies.resolve_policy`).
+        policy: The policy string (:func:`~mas_trainer.eval.actors.resolve_policy`).
         reasoners: Team sizes.
         out_dir: The folder to write to.
         data_dir: Where the data boards' prepared files are.
         episodes: Play only the first N tasks.
         prompts: ``"hash"`` or ``"full"`` prompt logs.
         command: The command line to record.
-        **policy_options: More :func:`~mas_trainer.eval.policies.resolve_policy` arguments
+        **policy_options: More :func:`~mas_trainer.eval.actors.resolve_policy` arguments
             (``max_new_tokens`` is needed by model policies).
 
     Returns:

@@ -22,7 +22,7 @@ function of the env version, the task and the earlier actions, so replaying the 
 keeps the texts too (files ~10x larger).
 
 Policies are the ``--policy`` strings of ``mas-eval``, resolved by
-:func:`mas_trainer.eval.policies.resolve_policy`; episodes are played by
+:func:`mas_trainer.eval.actors.resolve_policy`; episodes are played by
 :func:`mas_trainer.eval.play.play` and summarised by :func:`mas_trainer.eval.play.summarize`.
 """
 
@@ -44,14 +44,14 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from mas_trainer.eval.play import play, summarize
-from mas_trainer.eval.policies import (
+from mas_trainer.eval.actors import (
     REFERENCE_POLICIES,
     Actor,
     PolicySetup,
     default_max_new_tokens,
     resolve_policy,
 )
+from mas_trainer.eval.play import play, summarize
 from mas_trainer.rollout import Episode
 
 __all__ = [
@@ -360,7 +360,7 @@ def play_board(
 
     Args:
         board: The board.
-        act: The policy (see :func:`~mas_trainer.eval.policies.resolve_policy`).
+        act: The policy (see :func:`~mas_trainer.eval.actors.resolve_policy`).
         mode: ``"mas"`` or ``"single"`` (default: the board's).
         episodes: Play only the first ``episodes`` tasks (a partial result, which leaderboards
             reject); None plays the board's N.
@@ -449,7 +449,7 @@ def run_suite(
 
     Args:
         boards: Names of :data:`BOARDS`.
-        policy: The policy string (:func:`~mas_trainer.eval.policies.resolve_policy`).
+        policy: The policy string (:func:`~mas_trainer.eval.actors.resolve_policy`).
         name: The entry's display name (default: the policy string).
         mode: ``"mas"`` (the team) or ``"single"`` (the single-agent baseline).
         episodes: Play only the first N tasks of each board (partial: not for leaderboards).
@@ -457,9 +457,9 @@ def run_suite(
         command: The command line to record (default: ``sys.argv``).
         progress: Status callback.
         max_new_tokens: Token limit per agent turn (None:
-            :func:`~mas_trainer.eval.policies.default_max_new_tokens` over the boards).
+            :func:`~mas_trainer.eval.actors.default_max_new_tokens` over the boards).
         data_dir: Where the data boards' prepared files are (default :data:`DEFAULT_DATA`).
-        **policy_options: More :func:`~mas_trainer.eval.policies.resolve_policy` arguments.
+        **policy_options: More :func:`~mas_trainer.eval.actors.resolve_policy` arguments.
 
     Raises:
         DataMissingError: A data board's prepared test file is missing.

@@ -14,7 +14,7 @@ policy that trained it, greedy) on the first ``--episodes`` test levels and prin
 
 docs/results.md ("Why the tree does not beat parallel sampling here") quotes it::
 
-    python benchmarks/team_anatomy.py runs/compare4/plan-path-tiny/seed-*/mas-per-role \\
+    python experiments/team_anatomy.py runs/compare4/plan-path-tiny/seed-*/mas-per-role \\
         runs/compare4/plan-path-tiny/seed-*/mas-parallel
 """
 
@@ -37,8 +37,8 @@ def main() -> None:
     import torch
 
     from mas_trainer.config import config_from_dict
+    from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
-    from mas_trainer.eval.policies import resolve_policy
     from mas_trainer.rollout import env_factory
 
     torch.set_num_threads(1)

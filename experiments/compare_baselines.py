@@ -42,7 +42,7 @@ role). RL steps, K, mini-batch, learning rate and token limits are the preset's 
 Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episodes`` (or any
 ``--section.field value`` override) say otherwise; the tables name them.
 
-    python benchmarks/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0 ...]
+    python experiments/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0 ...]
         [--steps N] [--warmstart-steps N] [--episodes N] [--out-dir runs/compare]
         [--out runs/compare/results.md] [--table-only] [--write-baselines]
         [--section.field value ...]
@@ -56,8 +56,10 @@ once per seed and add a table across seeds (mean and its 95% t-interval over see
 Wilson interval over all episodes) and the paired gains. Each row's result (success with its 95%
 Wilson interval, wall and CPU seconds, the resolved budget) is written to
 ``<out-dir>/<preset>/seed-<seed>/rows/<row>.json``; the Markdown goes to ``--out``.
-``--write-baselines`` stores the cross-seed figures in ``mas_trainer/baselines.json``, which
-``mas-train`` reads to print the single-agent figure next to a run of the same config.
+``--write-baselines`` stores the cross-seed figures, with their provenance (command, commits,
+date, machine), in ``<out-dir>/baselines.json``. Copying that file to ``mas_trainer/baselines.json``
+(a deliberate step, in its own commit) makes ``mas-train`` print the single-agent figure next to a
+run of the same config (docs/reproduce.md).
 """
 
 from __future__ import annotations
@@ -65,8 +67,10 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -131,8 +135,6 @@ GAINS: dict[str, tuple[str, str, str]] = {
     ),
     "swap": ("trained roles over swapped roles", "mas-per-role", "mas-swapped"),
 }
-
-BASELINES = Path(__file__).resolve().parents[1] / "mas_trainer" / "baselines.json"
 
 # Two-sided 95% Student t quantiles by degrees of freedom (seeds - 1).
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
@@ -548,11 +550,15 @@ def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]
     return lines
 
 
-def write_baselines(args: argparse.Namespace) -> None:
-    """Store the cross-seed figures of every preset in ``mas_trainer/baselines.json``."""
+def write_baselines(args: argparse.Namespace) -> Path:
+    """Store the cross-seed figures of every preset in ``<out-dir>/baselines.json`` (the presets
+    already there are kept); returns its path."""
+    import platform
+
     from mas_trainer.baselines import fingerprint
 
-    data = json.loads(BASELINES.read_text()) if BASELINES.is_file() else {}
+    path = Path(args.out_dir) / "baselines.json"
+    data = json.loads(path.read_text()) if path.is_file() else {}
     for preset in args.envs:
         per_role = [_results(args, preset, s).get("mas-per-role") for s in args.seed]
         if not all(per_role):
@@ -563,12 +569,15 @@ def write_baselines(args: argparse.Namespace) -> None:
             "seeds": list(args.seed),
             "commits": sorted({r["commit"] for r in per_role if r}),
             "measured_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": "python benchmarks/compare_baselines.py --seed "
-            + " ".join(map(str, args.seed)),
+            "command": "python experiments/compare_baselines.py " + " ".join(sys.argv[1:]),
+            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+            f"{platform.system()} {platform.release()}",
             **cross_seed(args, preset),
         }
-    BASELINES.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {BASELINES}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {path} (mas-train reads mas_trainer/baselines.json: copy it there to ship it)")
+    return path
 
 
 def main() -> None:
@@ -607,7 +616,8 @@ def main() -> None:
     parser.add_argument(
         "--write-baselines",
         action="store_true",
-        help="store the cross-seed figures in mas_trainer/baselines.json (read by mas-train)",
+        help="store the cross-seed figures in <out-dir>/baselines.json (copy it to "
+        "mas_trainer/baselines.json to ship it: docs/reproduce.md)",
     )
     args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
     if not args.table_only:

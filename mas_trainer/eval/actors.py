@@ -1,5 +1,9 @@
-"""Evaluation policies: what answers a batch of pending actions, and the one resolver of the
+"""Actors: what answers a batch of pending actions in an evaluation, and the one resolver of the
 ``--policy`` strings that ``mas-eval`` (both forms) and ``mas-leaderboard verify`` take.
+
+Names: a *policy* is what an agent answers with (``mas_envs.policies``: ``(env, agent) -> text``;
+``mas_trainer.policy``: the model, engine and learner of one trained policy; here: the thing a
+``--policy`` string names); an *actor* plays a policy in batches, for the evaluation loop.
 
 An :data:`Actor` answers a batch of pending actions (one per live episode) with one text each; the
 play loop (:func:`mas_trainer.eval.play.play`) calls it once per lockstep step. Actors:

@@ -12,7 +12,7 @@ This script replays each row's final checkpoint with ``mas-eval --env``, checks 
 the replay reproduces the success the row's result file recorded, and prints one line per seed
 and the pooled test over all seeds' pairs.
 
-    python benchmarks/paired_episodes.py --out-dir runs/compare5 --seed 0 1 2 3 4 \
+    python experiments/paired_episodes.py --out-dir runs/compare5 --seed 0 1 2 3 4 \
         --rows mas-per-role mas-parallel-prompt
 """
 

@@ -16,7 +16,7 @@ say otherwise):
 
 docs/results.md ("Why the seeds differed") quotes it for the default preset's warm starts::
 
-    python benchmarks/planner_probe.py \
+    python experiments/planner_probe.py \
         runs/compare3/plan-path-tiny/seed-*/mas-warmstart/checkpoints/step-000000/planner
 """
 

@@ -9,7 +9,7 @@ Writes two PNGs:
   one line per seed, starting at their warm starts (step 0) and, where the runs evaluated every
   ``eval.every`` steps, the points in between.
 
-    python benchmarks/plot_baselines.py [--out-dir runs/compare] [--preset plan-path-tiny]
+    python experiments/plot_baselines.py [--out-dir runs/compare] [--preset plan-path-tiny]
         [--seed 0 1 2 3 4] [--prefix docs/img/plan_path_tiny] [--curves ROW ...] [--note TEXT]
 """
 

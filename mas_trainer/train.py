@@ -52,16 +52,16 @@ import numpy as np
 
 from mas_trainer import at_grpo, baselines
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
+from mas_trainer.distributed.handles import LearnerRankDied
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
-from mas_trainer.learner import with_hyperparameters
 from mas_trainer.lockstep import once_each
 from mas_trainer.outputs import RunDir, cpu_seconds, resume_point
 from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     Policy,
     build_policies,
-    make_learner,
+    close_engines,
     role_policies,
     save_checkpoint,
     sync_engines,
@@ -70,26 +70,48 @@ from mas_trainer.policy import (
 from mas_trainer.rollout import TreeRollout, env_factory
 from mas_trainer.warmstart import oracle_samples, warm_start
 
-__all__ = ["train"]
+__all__ = ["RunStopped", "train"]
 
 
 def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any]:
     """Run AT-GRPO as configured; return the run summary (also written to ``summary.json``).
 
     On ``run.backend=ray`` the run's actors and resource pools are freed when it ends (or fails);
-    the cluster stays up.
+    the cluster stays up; engine processes (``--model.engine vllm``) end with the run.
 
     Args:
         cfg: The resolved config.
         run_path: The run folder (default: ``run.resume`` or ``run.out_dir/run.name``).
+
+    Raises:
+        RunStopped: A learner rank died (Ray backend); the message has the resume command.
     """
-    with contextlib.ExitStack() as at_exit:
-        return _train(cfg, run_path, at_exit)
+    name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
+    try:
+        with contextlib.ExitStack() as at_exit:
+            return _train(cfg, path, at_exit)
+    except LearnerRankDied as err:
+        raise RunStopped(err, path) from err
 
 
-def _train(
-    cfg: TrainConfig, run_path: str | Path | None, at_exit: contextlib.ExitStack
-) -> dict[str, Any]:
+class RunStopped(RuntimeError):
+    """The run cannot go on (a learner rank died); its complete checkpoints stay, and the message
+    says how to resume from the last one."""
+
+    def __init__(self, cause: BaseException, path: Path) -> None:
+        self.path = path
+        has_checkpoint = (path / "checkpoints" / "latest").is_file()
+        how = (
+            f"resume it from its last complete checkpoint with:\n  mas-train --run.resume {path}"
+            if has_checkpoint
+            else "it had saved no checkpoint yet (run.save_every sets how often it saves); start "
+            f"it over with:\n  mas-train --run.resume {path} --run.fresh true"
+        )
+        super().__init__(f"{cause}\nthe run stopped; {how}")
+
+
+def _train(cfg: TrainConfig, path: Path, at_exit: contextlib.ExitStack) -> dict[str, Any]:
     import torch
     from tqdm import tqdm
 
@@ -98,8 +120,6 @@ def _train(
     cpu_start = cpu_seconds()
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
-    name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
-    path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
     ckpt = resume_point(path, fresh=cfg.run.fresh) if cfg.run.resume else None
     state: dict[str, Any] = {
         "step": 0,
@@ -138,12 +158,9 @@ def _train(
         on_ray = build_ray_policies(cfg, names, ckpt)
         at_exit.callback(on_ray.shutdown)
         policies, rollout_cls = on_ray.policies, on_ray.rollout_class
-    else:
+    else:  # engines (vLLM: a process each), learners, placement: each policy built whole
         policies = build_policies(cfg, names, ckpt)
-    if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
-        from mas_trainer.engines.vllm import attach_vllm_engines
-
-        attach_vllm_engines(cfg, policies)
+        at_exit.callback(close_engines, policies)
     tokenizers = tokenizers_of(policies)  # each policy's own (a team may mix base models)
     rng = np.random.default_rng(cfg.run.seed)
     if ckpt is not None:
@@ -229,16 +246,7 @@ def _train(
 
     # ---------------------------------------------------------------- 2. warm start (SFT) + eval
     # One learner per policy for both phases: the warm start's AdamW state carries into RL.
-    for pol in policies.values():
-        pol.learner = make_learner(
-            cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
-        )
-        if ckpt is not None and (ckpt / f"learner-{pol.name}.pt").is_file():
-            saved = torch.load(ckpt / f"learner-{pol.name}.pt", weights_only=False)
-            # The saved optimiser would restore its own rate and decay: the config's win.
-            lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
-            pol.learner.load_state_dict(with_hyperparameters(saved, lr=lr, weight_decay=wd))
-    learners = {n: p.learner for n, p in policies.items() if p.learner is not None}
+    learners = {n: p.learner for n, p in policies.items()}
     side_by_side = cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies)
     warmstart_steps = max(cfg.optim.warmstart_steps_of(name) for name in policies)
     if warmstart_steps and not state["warmstart_done"]:
@@ -280,8 +288,7 @@ def _train(
         )
         bar.close()
         for pol in policies.values():
-            if pol.learner is not None:
-                pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
+            pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
         sync_engines(policies, cfg.model.engine_weights_dtype)
         m = evaluate(0, "warmstart", prefix="eval_warmstart")
         run.log(
@@ -474,7 +481,7 @@ def _can_step_side_by_side(cfg: TrainConfig, policies: dict[str, Policy]) -> boo
     """Whether the learners share nothing: a model each (``per_role_lora``'s adapters share one),
     on the CPU or in Ray actors of their own (two policies training on one GPU at once would hold
     both activations)."""
-    models = [id(p.model) for p in policies.values() if p.learner is not None]
+    models = [id(p.model) for p in policies.values()]
     own_device = cfg.run.backend == "ray" or cfg.model.device == "cpu"
     return own_device and len(set(models)) == len(models)
 

@@ -187,6 +187,7 @@ def _train(cfg: TrainConfig, path: Path, at_exit: contextlib.ExitStack) -> dict[
         prefetch=cfg.rollout.prefetch,
         system_message=cfg.rollout.system_message,
         enable_thinking=cfg.rollout.enable_thinking,
+        cohorts=cfg.rollout.cohorts,
     )
     if ckpt is not None and "rollout_rng" in state:
         rollout.rng.bit_generator.state = state["rollout_rng"]

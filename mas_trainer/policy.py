@@ -304,7 +304,7 @@ def _local_engines(
         if cfg.algo.policy_map == "per_role_lora":  # one base, every role's adapter
             model, tokenizer, _ = models[names[0]]
             shared = start_engine_process(cfg, names[0], model, tokenizer, placements[names[0]])
-            return {n: ProcessEngine(shared, n) for n in names}
+            return {n: ProcessEngine(shared, n, adapter=True) for n in names}
         return {
             n: ProcessEngine(start_engine_process(cfg, n, m, tok, placements[n]), n)
             for n, (m, tok, _) in models.items()
@@ -366,7 +366,7 @@ def start_engine_process(
     if adapters:
         weights = engine_weights(model, cfg.model.engine_weights_dtype)
         for adapter in adapters:
-            ProcessEngine(process, adapter).load_weights(weights)
+            ProcessEngine(process, adapter, adapter=True).load_weights(weights)
     return process
 
 

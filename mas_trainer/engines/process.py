@@ -155,15 +155,22 @@ class ProcessEngine:
     """The :class:`~mas_trainer.engines.Engine` protocol for one engine of an
     :class:`EngineProcess`, plus the engine's ``sleep`` / ``wake_up``.
 
+    Args:
+        process: The process the engine runs in.
+        name: The engine's name there.
+        adapter: The engine serves a LoRA adapter (``per_role_lora``): a sync sends only the
+            adapter tensors (names with ``lora_``), not the frozen base.
+
     Attributes:
         model: None: the engine holds its own weights, so the train loop syncs them.
     """
 
     model = None
 
-    def __init__(self, process: EngineProcess, name: str) -> None:
+    def __init__(self, process: EngineProcess, name: str, *, adapter: bool = False) -> None:
         self.process = process
         self.name = name
+        self.adapter = adapter
 
     @property
     def pid(self) -> int:
@@ -178,7 +185,11 @@ class ProcessEngine:
     def load_weights(self, state_dict: Mapping[str, torch.Tensor]) -> None:
         """Send the weights as CPU tensors (a GPU learner's tensors are copied to the host; the
         engine's process may not see the learner's GPU)."""
-        cpu = {k: v.detach().to("cpu", copy=True) for k, v in state_dict.items()}
+        cpu = {
+            k: v.detach().to("cpu", copy=True)
+            for k, v in state_dict.items()
+            if not self.adapter or "lora_" in k
+        }
         self.process.call(self.name, "load_weights", cpu)
 
     def sleep(self, level: int = 1) -> None:

@@ -105,7 +105,8 @@ def _resolve(argv: Sequence[str]) -> tuple[TrainConfig, bool]:
 
 
 def train_main(argv: Sequence[str] | None = None) -> int:
-    """``mas-train``: returns the exit code (0 done, 2 bad arguments, 130 interrupted)."""
+    """``mas-train``: returns the exit code (0 done, 1 stopped by a dead learner rank, 2 bad
+    arguments, 130 interrupted)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if "-h" in argv or "--help" in argv:
         rest = [a for a in argv if a not in ("-h", "--help")]
@@ -133,12 +134,15 @@ def train_main(argv: Sequence[str] | None = None) -> int:
     try:
         for module in ("torch", "transformers", "tqdm"):
             require(module, purpose="mas-train")
-        from mas_trainer.train import train
+        from mas_trainer.train import RunStopped, train
 
         summary = train(cfg)
     except (FileNotFoundError, ValueError, ImportError) as err:
         print(f"mas-train: error: {err}", file=sys.stderr)
         return 2
+    except RunStopped as err:
+        print(f"mas-train: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("\nmas-train: interrupted before RL started; nothing was saved", file=sys.stderr)
         return 130

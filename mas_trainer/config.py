@@ -190,9 +190,17 @@ class RolloutConfig:
     one (Code, Math, the ``*Code`` games: their K programs run in one pooled sandbox call; on
     ``run.backend=ray`` each env worker does so for its share). Results are identical either way;
     ``false`` runs each program at its own step (for benchmarks and debugging)."""
+    cohorts: int = 1
+    """Split each step's roots into this many cohorts, each playing its turns in a thread of its
+    own: while one cohort's engine generates, another cohort generates with another policy's engine
+    (per-role vLLM engines in processes of their own, Ray rollout actors) or steps its envs
+    (sandboxed programs run during generation). 1 plays every root in lockstep. Each cohort batches
+    and seeds its own generate calls, so a run samples the same for the same number of cohorts,
+    and differently for another."""
 
     def __post_init__(self) -> None:
         _choice("rollout", "mode", self.mode, _ROLLOUT_MODES)
+        _check(self.cohorts >= 1, f"rollout.cohorts must be >= 1, got {self.cohorts}")
         _check(self.k >= 1, f"rollout.k must be >= 1, got {self.k}")
         _check(self.tasks_per_step >= 1, "rollout.tasks_per_step must be >= 1")
         _check(self.temperature > 0, f"rollout.temperature must be > 0, got {self.temperature}")
@@ -471,6 +479,13 @@ class TrainConfig:
             or (self.algo.kl_coef == 0 and self.algo.policy_map != "per_role_lora"),
             "run.ray_sharding fsdp shards whole models without a KL reference: use algo.kl_coef 0 "
             "and policy_map shared or per_role (or run.ray_sharding replicate)",
+        )
+        _check(
+            self.rollout.cohorts == 1 or self.model.engine == "vllm" or self.run.backend == "ray",
+            "rollout.cohorts > 1 calls an engine from several threads at once: the transformers "
+            "engine shares the learner's model and generator in this process, so use "
+            "--model.engine vllm (an engine process per policy) or --run.backend ray, or "
+            "rollout.cohorts 1",
         )
 
 

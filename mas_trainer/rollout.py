@@ -23,6 +23,12 @@ Generation is batched: at each (turn, agent) step every live root's K candidates
 to the engine in a single ``generate`` call. Everything else (prompt encoding, decoding, clones,
 env steps) is bookkeeping whose share of the time :class:`RolloutResult` reports.
 
+Cohorts (``rollout.cohorts``): the roots can be split into cohorts that each play in a thread of
+their own, so that while one cohort waits on one policy's engine another generates with another
+policy's engine (per-role engines in processes of their own, or Ray actors, on separate GPUs) or
+steps its envs (the code envs' sandboxed programs run while engines generate). Each cohort seeds
+and batches its own generate calls: the samples depend on the number of cohorts, not on timing.
+
 Prefetch: an env whose class has ``prefetch(texts, agent)`` (the code-running envs: Code, Math and
 the ``*Code`` games) gets the K texts of one state before they are stepped, so it can run their K
 programs in one pooled sandbox call and fill the cache its clones share; the K steps then only read
@@ -38,6 +44,7 @@ import hashlib
 import time
 from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -179,7 +186,7 @@ class RolloutResult:
     Attributes:
         samples: Every candidate of every (root, turn, agent), in generation order.
         episodes: One per root (tree) or per independent episode (parallel modes).
-        gen_seconds: Time inside ``engine.generate``.
+        gen_seconds: Time inside ``engine.generate`` (summed over cohorts that overlap).
         total_seconds: Wall time of the whole rollout.
         gen_tokens: Completion tokens generated.
     """
@@ -229,6 +236,15 @@ class _Lane:
     episode: Episode
 
 
+@dataclass
+class _Played:
+    """What one cohort's play produced (:meth:`TreeRollout._play`)."""
+
+    samples: list[TrainSample] = field(default_factory=list)
+    gen_seconds: float = 0.0
+    gen_tokens: int = 0
+
+
 class TreeRollout:
     """Plays batches of episodes with one engine per policy and returns AT-GRPO samples.
 
@@ -252,6 +268,11 @@ class TreeRollout:
         prefetch: Hand the texts about to be stepped from one state to the env's ``prefetch``
             when its class has one (see the module docstring). ``False`` steps without it; the
             results are the same (for benchmarks and tests).
+        cohorts: Play the roots in this many cohorts, each in a thread of its own (see
+            :meth:`run`): one cohort's generation overlaps another's generation with another
+            engine, or its env steps (``rollout.cohorts``). Engines called from two cohorts at
+            once must allow it (engine processes, Ray actors, HTTP; not a transformers engine
+            on the learner's model).
     """
 
     def __init__(
@@ -270,6 +291,7 @@ class TreeRollout:
         system_message: bool = True,
         prefetch: bool = True,
         enable_thinking: bool = False,
+        cohorts: int = 1,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown rollout mode {mode!r}; choose one of {', '.join(MODES)}")
@@ -277,6 +299,8 @@ class TreeRollout:
             raise ValueError(f"unknown tie_break {tie_break!r}; choose 'first' or 'random'")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
+        if cohorts < 1:
+            raise ValueError(f"cohorts must be >= 1, got {cohorts}")
         missing = sorted({p for p in policy_of.values() if p not in engines})
         if missing:
             raise ValueError(f"policy_of names policies without an engine: {missing}")
@@ -292,6 +316,7 @@ class TreeRollout:
         self.system_message = system_message
         self.enable_thinking = enable_thinking
         self.prefetch = prefetch
+        self.cohorts = cohorts
         self.rng = np.random.default_rng(seed)
 
     def _start(self, task_ids: Sequence[Any], uid_prefix: str) -> list[_Lane]:
@@ -311,16 +336,43 @@ class TreeRollout:
     def run(self, task_ids: Sequence[Any], *, uid_prefix: str = "") -> RolloutResult:
         """Play one episode tree (or K parallel episodes) per task id; return samples and stats.
 
+        With ``cohorts > 1`` the tasks are split into that many contiguous cohorts, each played
+        in a thread of its own with its own generator (drawn from :attr:`rng` in cohort order),
+        so the result depends on the number of cohorts and never on their timing; samples and
+        episodes come back in task order.
+
         Args:
             task_ids: The tasks of the roots (``env.reset(options={"task_id": t})``).
             uid_prefix: Prefix of the root uids (e.g. the training step), so group keys are unique
                 across calls.
         """
         start = time.perf_counter()
-        gen_seconds = 0.0
-        gen_tokens = 0
-        samples: list[TrainSample] = []
         lanes = self._start(task_ids, uid_prefix)
+        n = max(1, min(self.cohorts, len(task_ids)))
+        if n == 1:
+            plays = [self._play(lanes, self.rng)]
+        else:
+            per_task = len(lanes) // len(task_ids)  # 1 (tree) or K (parallel modes)
+            cut = [c * len(task_ids) // n * per_task for c in range(n + 1)]
+            groups = [lanes[cut[c] : cut[c + 1]] for c in range(n)]
+            rngs = [np.random.default_rng(int(self.rng.integers(2**63))) for _ in range(n)]
+            with ThreadPoolExecutor(n, thread_name_prefix="mas-rollout-cohort") as pool:
+                plays = list(pool.map(self._play, groups, rngs))
+        for lane in lanes:
+            lane.episode.success = bool(lane.env.success)
+            lane.episode.turns = lane.env.turn
+        return RolloutResult(
+            samples=[s for play in plays for s in play.samples],
+            episodes=[lane.episode for lane in lanes],
+            gen_seconds=sum(play.gen_seconds for play in plays),
+            total_seconds=time.perf_counter() - start,
+            gen_tokens=sum(play.gen_tokens for play in plays),
+        )
+
+    def _play(self, lanes: list[_Lane], rng: np.random.Generator) -> _Played:
+        """Play ``lanes`` to their ends in lockstep: at each turn one generate call per policy
+        across every live lane's candidates. ``rng`` seeds the calls and breaks ties."""
+        played = _Played()
         live = lanes[:]
         n_cand = self.k if self.mode == "tree" else 1
         while live:
@@ -342,32 +394,30 @@ class TreeRollout:
                 prompts = [ids for *_, ids in items for _ in range(n_cand)]
                 t0 = time.perf_counter()
                 completions = self.engines[policy].generate(
-                    prompts, self.params, seed=int(self.rng.integers(2**31))
+                    prompts, self.params, seed=int(rng.integers(2**31))
                 )
-                gen_seconds += time.perf_counter() - t0
-                gen_tokens += sum(len(c.token_ids) for c in completions)
+                played.gen_seconds += time.perf_counter() - t0
+                played.gen_tokens += sum(len(c.token_ids) for c in completions)
                 decode = self.tokenizers[policy].decode
                 texts = [decode(c.token_ids, skip_special_tokens=True) for c in completions]
                 if self.prefetch and n_cand == 1:  # parallel mode (and k=1 trees)
                     self.prefetch_lanes(items, texts)
                 for j, (lane, agent, obs, prompt_ids) in enumerate(items):
                     part = slice(j * n_cand, (j + 1) * n_cand)
-                    samples.extend(
+                    played.samples.extend(
                         self._step_lane(
-                            lane, agent, policy, obs, prompt_ids, completions[part], texts[part]
+                            lane,
+                            agent,
+                            policy,
+                            obs,
+                            prompt_ids,
+                            completions[part],
+                            texts[part],
+                            rng,
                         )
                     )
             live = [lane for lane in live if not episode_ended(lane.env)]
-        for lane in lanes:
-            lane.episode.success = bool(lane.env.success)
-            lane.episode.turns = lane.env.turn
-        return RolloutResult(
-            samples=samples,
-            episodes=[lane.episode for lane in lanes],
-            gen_seconds=gen_seconds,
-            total_seconds=time.perf_counter() - start,
-            gen_tokens=gen_tokens,
-        )
+        return played
 
     def _step_lane(
         self,
@@ -378,10 +428,11 @@ class TreeRollout:
         prompt_ids: list[int],
         cands: Sequence[Any],
         texts: list[str],
+        rng: np.random.Generator,
     ) -> list[TrainSample]:
         """Step one clone per candidate, make the samples, continue the lane from the best.
 
-        ``texts`` are the candidates' decoded texts, in order.
+        ``texts`` are the candidates' decoded texts, in order; ``rng`` breaks ties.
         """
         env = lane.env
         turn = env.turn
@@ -404,7 +455,7 @@ class TreeRollout:
                     info={**info, "finish_reason": comp.finish_reason},
                 )
             )
-        best = self._best([s.reward for s in out])
+        best = self._best([s.reward for s in out], rng)
         lane.env = branches[best]
         ep = lane.episode
         ep.returns[agent] += out[best].reward
@@ -454,11 +505,11 @@ class TreeRollout:
                 lane, agent = items[lane_ids[0]][:2]
                 prefetch_texts(lane.env, [texts[j] for j in lane_ids], agent)
 
-    def _best(self, rewards: Sequence[float]) -> int:
+    def _best(self, rewards: Sequence[float], rng: np.random.Generator) -> int:
         top = max(rewards)
         ties = [i for i, r in enumerate(rewards) if r == top]
         if self.tie_break == "random" and len(ties) > 1:
-            return ties[int(self.rng.integers(len(ties)))]
+            return ties[int(rng.integers(len(ties)))]
         return ties[0]
 
 

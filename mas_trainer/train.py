@@ -61,6 +61,7 @@ import numpy as np
 from mas_envs.base import TextEnv
 from mas_trainer import at_grpo, baselines
 from mas_trainer.config import ConfigError, TrainConfig, config_to_dict
+from mas_trainer.distributed.handles import LearnerRankDied
 from mas_trainer.engines import SamplingParams
 from mas_trainer.eval.play import evaluate_engines, summary_metrics
 from mas_trainer.lockstep import once_each
@@ -69,8 +70,8 @@ from mas_trainer.plots import plot_run
 from mas_trainer.policy import (
     Policy,
     build_policies,
+    close_engines,
     load_learner_state,
-    make_learner,
     role_policies,
     save_checkpoint,
     sync_engines,
@@ -79,25 +80,49 @@ from mas_trainer.policy import (
 from mas_trainer.rollout import TreeRollout, env_factory
 from mas_trainer.warmstart import oracle_samples, warm_start
 
-__all__ = ["train"]
+__all__ = ["RunStopped", "train"]
 
 
 def train(cfg: TrainConfig, run_path: str | Path | None = None) -> dict[str, Any]:
     """Run AT-GRPO as configured; return the run summary (also written to ``summary.json``).
 
     On ``run.backend=ray`` the run's actors and resource pools are freed when it ends (or fails);
-    the cluster stays up.
+    the cluster stays up; engine processes (``--model.engine vllm``) end with the run.
 
     Args:
         cfg: The resolved config.
         run_path: The run folder (default: ``run.resume`` or ``run.out_dir/run.name``).
+
+    Raises:
+        RunStopped: A learner rank died (Ray backend); the message has the resume command.
     """
-    with contextlib.ExitStack() as at_exit:
-        run, state = _setup(cfg, run_path, at_exit)
-        m_init = _evaluate_untrained(run, state) if run.resumed_from is None else None
-        _warm_start(run, state)
-        stopped_at = _rl_steps(run, state)
-        return _finish(run, state, stopped_at=stopped_at, m_init=m_init)
+    name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
+    path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
+    try:
+        with contextlib.ExitStack() as at_exit:
+            run, state = _setup(cfg, path, at_exit)
+            m_init = _evaluate_untrained(run, state) if run.resumed_from is None else None
+            _warm_start(run, state)
+            stopped_at = _rl_steps(run, state)
+            return _finish(run, state, stopped_at=stopped_at, m_init=m_init)
+    except LearnerRankDied as err:
+        raise RunStopped(err, path) from err
+
+
+class RunStopped(RuntimeError):
+    """The run cannot go on (a learner rank died); its complete checkpoints stay, and the message
+    says how to resume from the last one."""
+
+    def __init__(self, cause: BaseException, path: Path) -> None:
+        self.path = path
+        has_checkpoint = (path / "checkpoints" / "latest").is_file()
+        how = (
+            f"resume it from its last complete checkpoint with:\n  mas-train --run.resume {path}"
+            if has_checkpoint
+            else "it had saved no checkpoint yet (run.save_every sets how often it saves); start "
+            f"it over with:\n  mas-train --run.resume {path} --run.fresh true"
+        )
+        super().__init__(f"{cause}\nthe run stopped; {how}")
 
 
 @dataclass
@@ -134,9 +159,7 @@ class _Run:
 # ---------------------------------------------------------------------------- 0. setup
 
 
-def _setup(
-    cfg: TrainConfig, run_path: str | Path | None, at_exit: contextlib.ExitStack
-) -> tuple[_Run, TrainState]:
+def _setup(cfg: TrainConfig, path: Path, at_exit: contextlib.ExitStack) -> tuple[_Run, TrainState]:
     """The run folder (a resume's checkpoint read back, its logs rewound), the policies with
     their learners, the envs, the task lists and the rollout."""
     import torch
@@ -144,8 +167,6 @@ def _setup(
     t_start, cpu_start = time.perf_counter(), cpu_seconds()
     if cfg.run.threads:
         torch.set_num_threads(cfg.run.threads)
-    name = cfg.run.name or f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}"
-    path = Path(run_path or cfg.run.resume or Path(cfg.run.out_dir) / name)
     ckpt = resume_point(path, fresh=cfg.run.fresh) if cfg.run.resume else None
     state = TrainState()
     if ckpt is not None:
@@ -175,12 +196,9 @@ def _setup(
         on_ray = build_ray_policies(cfg, names, ckpt)
         at_exit.callback(on_ray.shutdown)
         policies, rollout_cls = on_ray.policies, on_ray.rollout_class
-    else:
+    else:  # engines (vLLM: a process each), learners, placement: each policy built whole
         policies = build_policies(cfg, names, ckpt)
-    if cfg.model.engine == "vllm":  # vLLM engines with their own weights, synced after updates
-        from mas_trainer.engines.vllm import attach_vllm_engines
-
-        attach_vllm_engines(cfg, policies)
+        at_exit.callback(close_engines, policies)
     tokenizers = tokenizers_of(policies)  # each policy's own (a team may mix base models)
     rng = np.random.default_rng(cfg.run.seed)
     if state.rng is not None:
@@ -202,6 +220,7 @@ def _setup(
         prefetch=cfg.rollout.prefetch,
         system_message=cfg.rollout.system_message,
         enable_thinking=cfg.rollout.enable_thinking,
+        cohorts=cfg.rollout.cohorts,
     )
     if state.rollout_rng is not None:
         rollout.rng.bit_generator.state = state.rollout_rng
@@ -210,7 +229,8 @@ def _setup(
         out=out,
         resumed_from=ckpt,
         policies=policies,
-        learners=_make_learners(cfg, policies, ckpt),
+        # One learner per policy for both phases: the warm start's AdamW state carries into RL.
+        learners={n: p.learner for n, p in policies.items()},
         side_by_side=cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies),
         tokenizers=tokenizers,
         policy_of=policy_of,
@@ -227,23 +247,6 @@ def _setup(
         cpu_start=cpu_start,
     )
     return run, state
-
-
-def _make_learners(
-    cfg: TrainConfig, policies: dict[str, Policy], ckpt: Path | None
-) -> dict[str, Any]:
-    """One learner per policy for both phases (the warm start's AdamW state carries into RL),
-    restored from the checkpoint when resuming."""
-
-    for pol in policies.values():
-        pol.learner = make_learner(
-            cfg, pol, lr=cfg.optim.lr_of(pol.name), mini_batch_size=cfg.optim.mini_batch_size
-        )
-        if ckpt is not None:
-            # The saved optimiser would restore its own rate and decay: the config's win.
-            lr, wd = cfg.optim.lr_of(pol.name), cfg.optim.weight_decay
-            load_learner_state(ckpt, pol, lr=lr, weight_decay=wd)
-    return {n: p.learner for n, p in policies.items() if p.learner is not None}
 
 
 # ---------------------------------------------------------------------------- 1. eval at step 0
@@ -472,7 +475,7 @@ def _finish(
         summary["success_best_validation"] = best["success"]
         if best["step"] != step:
             for pol in run.policies.values():
-                load_learner_state(run.out.path / "checkpoints" / "best", pol)
+                load_learner_state(run.out.path / "checkpoints" / "best", pol.name, pol.learner)
             sync_engines(run.policies, cfg.model.engine_weights_dtype)
             m = _evaluate(run, step, "best", prefix="eval_best")
         else:
@@ -622,7 +625,7 @@ def _can_step_side_by_side(cfg: TrainConfig, policies: dict[str, Policy]) -> boo
     """Whether the learners share nothing: a model each (``per_role_lora``'s adapters share one),
     on the CPU or in Ray actors of their own (two policies training on one GPU at once would hold
     both activations)."""
-    models = [id(p.model) for p in policies.values() if p.learner is not None]
+    models = [id(p.model) for p in policies.values()]
     own_device = cfg.run.backend == "ray" or cfg.model.device == "cpu"
     return own_device and len(set(models)) == len(models)
 

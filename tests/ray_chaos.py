@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from mas_trainer.distributed.actors import EngineActorBody, EnvWorkerBody
+from mas_trainer.distributed.actors import EngineActorBody, EnvWorkerBody, LearnerActorBody
 
 
 class _Chaos:
@@ -41,3 +41,11 @@ class ChaosEnvWorker(_Chaos, EnvWorkerBody):
     def step_texts(self, env: Any, texts: list[str]) -> list[bytes]:
         self._maybe_crash()
         return super().step_texts(env, texts)
+
+
+class ChaosLearnerActor(_Chaos, LearnerActorBody):
+    """A learner rank that can die inside ``update``."""
+
+    def update(self, samples: list[Any], steps: int) -> dict[str, float]:
+        self._maybe_crash()
+        return super().update(samples, steps)

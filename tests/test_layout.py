@@ -186,3 +186,19 @@ def test_experiments_and_speed_benchmarks_are_apart():
     experiments = {p.stem for p in (REPO / "experiments").glob("*.py")}
     assert {"compare_baselines", "plot_baselines", "paired_episodes"} <= experiments
     assert not experiments & {p.stem for p in (REPO / "benchmarks").glob("*.py")}
+
+
+def test_engines_know_nothing_of_policies_learners_or_the_config():
+    """``mas_trainer/engines/`` sits below the policy that owns an engine: it never imports the
+    policy, learner or config modules (a policy is built whole in :mod:`mas_trainer.policy`; an
+    engine that reached back up would patch the policy it belongs to)."""
+    graph = import_graph(REPO)
+    upward = {"mas_trainer.policy", "mas_trainer.learner", "mas_trainer.config"}
+    found = {
+        f"{module} imports {target}"
+        for module, targets in graph.items()
+        if module.startswith("mas_trainer.engines")
+        for target in targets & upward
+    }
+    assert "mas_trainer.engines.process" in graph
+    assert found == set()

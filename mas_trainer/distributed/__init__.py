@@ -26,11 +26,16 @@ env-pool handles, and the retry on restarted actors), :mod:`~mas_trainer.distrib
 
 The driver runs the same loop as the single-process path (:func:`mas_trainer.train.train`): every
 policy is a :class:`~mas_trainer.policy.Policy` whose ``engine`` is a ``RemoteEngine``, whose
-``model`` is a ``RemoteModel`` handle and whose ``learner_factory`` makes a ``RemoteLearner``.
+``model`` is a ``RemoteModel`` handle and whose ``learner`` is a ``RemoteLearner``.
 
-Fault tolerance: actors are created with ``max_restarts=-1``. When a rollout actor or an env
-worker dies mid-call, the call is retried on the restarted actor; a restarted rollout actor first
+Fault tolerance: rollout actors and env workers are created with ``max_restarts=-1``. When one
+dies mid-call, the call is retried on the restarted actor; a restarted rollout actor first
 reloads the latest synced weights (kept in Ray's object store). Both calls are pure given their
 inputs (the engine call carries its seed; an env worker's prefetch only fills a cache), so a
 retried step returns exactly what the first try would have: no sample is lost or counted twice.
+A restarted actor gets ``RESTART_TIMEOUT_S`` (120 s) from its death to answer. Learner ranks are
+not restarted (a fresh rank has lost its optimizer state and cannot rejoin its group's
+collectives): a rank's death stops the run, which keeps its last complete checkpoint and prints
+the ``mas-train --run.resume RUN_DIR`` command that continues it
+(:class:`~mas_trainer.distributed.handles.LearnerRankDied`).
 """

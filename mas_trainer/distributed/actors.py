@@ -9,13 +9,14 @@ after a restart).
 from __future__ import annotations
 
 import pickle
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mas_trainer.config import ModelConfig
+from mas_trainer.policy import free_cached_memory
 from mas_trainer.rollout import prefetch_texts
 
-__all__ = ["EngineActorBody", "EnvWorkerBody", "LearnerActorBody"]
+__all__ = ["EngineActorBody", "EnvWorkerBody", "LearnerActorBody", "load_device"]
 
 
 def _setup_threads(threads: int) -> None:
@@ -24,14 +25,42 @@ def _setup_threads(threads: int) -> None:
     torch.set_num_threads(threads or 1)
 
 
-def _load(model_cfg: ModelConfig, seed: int, source: str) -> tuple[Any, Any]:
+def _load(model_cfg: ModelConfig, seed: int, source: str, device: str) -> tuple[Any, Any]:
     import torch
 
     from mas_trainer.models import load_model
 
-    return load_model(
-        source, device=model_cfg.device, dtype=getattr(torch, model_cfg.dtype), seed=seed
-    )
+    return load_model(source, device=device, dtype=getattr(torch, model_cfg.dtype), seed=seed)
+
+
+def _gpu_ids() -> list[Any]:
+    """The GPUs Ray gave this actor (none outside Ray)."""
+    import ray
+
+    return list(ray.get_gpu_ids()) if ray.is_initialized() else []
+
+
+def load_device(requested: str, gpu_ids: Sequence[Any], *, staging: bool = False) -> str:
+    """Where an actor loads its model: never on a GPU it was not given.
+
+    Args:
+        requested: ``model.device``.
+        gpu_ids: The GPUs Ray gave the actor (``ray.get_gpu_ids()``; Ray's
+            ``CUDA_VISIBLE_DEVICES`` shows it these only, so the first is ``cuda:0``).
+        staging: The model is only passed on from here (written out for vLLM, which loads it onto
+            its own GPUs; or sharded by FSDP2 onto the rank's GPU): the CPU.
+
+    Raises:
+        ValueError: A CUDA model for an actor given no GPU.
+    """
+    if not requested.startswith("cuda") or staging:
+        return "cpu"
+    if not gpu_ids:
+        raise ValueError(
+            f"model.device {requested} on the ray backend, but this actor was given no GPU: "
+            "set run.ray_gpus_per_policy (GPUs per policy's pool), or model.device cpu"
+        )
+    return "cuda:0"
 
 
 class EngineActorBody:
@@ -60,36 +89,41 @@ class EngineActorBody:
         import torch
 
         _setup_threads(threads)
-        self.model, self.tokenizer = _load(model_cfg, seed, path or model_name or model_cfg.name)
-        if model_cfg.engine == "vllm":
+        vllm = model_cfg.engine == "vllm"
+        device = load_device(model_cfg.device, _gpu_ids(), staging=vllm)
+        model, tokenizer = _load(model_cfg, seed, path or model_name or model_cfg.name, device)
+        if vllm:
             import os
             import tempfile
 
-            from mas_trainer.engines.vllm import (
-                VLLMEngine,
-                build_llm,
-                llm_options,
-                save_for_vllm,
-                set_vllm_env,
-            )
+            from mas_trainer.engines.vllm import llm_options, save_for_vllm, start_vllm_engines
 
             os.environ.update(vllm_env or {})
-            set_vllm_env(model_cfg.device)
-            folder = tempfile.TemporaryDirectory(prefix="mas-ray-vllm-")
-            options = llm_options(model_cfg, seed)
+            self._folder = tempfile.TemporaryDirectory(prefix="mas-ray-vllm-")
+            save_for_vllm(model, tokenizer, self._folder.name)
+            del model  # vLLM holds the weights; this process keeps no copy
+            options = llm_options(
+                dtype=model_cfg.engine_weights_dtype,
+                seed=seed,
+                device=model_cfg.device,
+                tensor_parallel_size=model_cfg.engine_tp,
+                gpu_memory_utilization=model_cfg.engine_memory,
+                max_num_seqs=model_cfg.engine_batch_size,
+            )
             if model_cfg.engine_tp > 1:
                 # TP workers as Ray actors on this policy's bundles (vLLM finds the placement
                 # group it runs in); one GPU's worth of TP stays in this process.
                 options["distributed_executor_backend"] = "ray"
-            llm = build_llm(save_for_vllm(self.model, self.tokenizer, folder.name), **options)
-            self.engine: Any = VLLMEngine(llm, self.tokenizer, seed=seed, model_dir=folder)
-            self.model = None  # vLLM holds the weights
+            engines = start_vllm_engines(
+                self._folder.name, options, device=model_cfg.device, seed=seed
+            )
+            self.engine: Any = engines[""]
         else:
             from mas_trainer.engines.transformers import TransformersEngine
 
             self.engine = TransformersEngine(
-                self.model,
-                self.tokenizer,
+                model,
+                tokenizer,
                 batch_size=model_cfg.engine_batch_size,
                 autocast=getattr(torch, model_cfg.engine_weights_dtype),
             )
@@ -137,9 +171,14 @@ class LearnerActorBody:
         model_name: str | None = None,
     ) -> None:
         _setup_threads(threads)
-        self.model, self.tokenizer = _load(model_cfg, seed, path or model_name or model_cfg.name)
         self.rank, self.world, self.master = rank, world, master
         self.sharded = sharding == "fsdp" and world > 1
+        # The rank's own GPU; an FSDP rank loads on the CPU and shards onto it (no GPU holds the
+        # whole fp32 model).
+        self.device = load_device(model_cfg.device, _gpu_ids())
+        staged = load_device(model_cfg.device, _gpu_ids(), staging=self.sharded)
+        source = path or model_name or model_cfg.name
+        self.model, self.tokenizer = _load(model_cfg, seed, source, staged)
         self.learner: Any = None
         self._group_ready = False
 
@@ -153,11 +192,13 @@ class LearnerActorBody:
         import torch
         import torch.distributed as dist
 
-        backend = "nccl" if next(self.model.parameters()).is_cuda else "gloo"
+        backend = "nccl" if self.device.startswith("cuda") else "gloo"
         dist.init_process_group(
             backend, init_method=f"tcp://{self.master}", rank=self.rank, world_size=self.world
         )
         self._group_ready = True
+        if self.sharded:  # the same source on every rank; FSDP shards it from the CPU
+            return
         # Replicas start identical, but make sure (a resumed rank could differ).
         with torch.no_grad():
             for p in self.model.parameters():
@@ -175,19 +216,25 @@ class LearnerActorBody:
         if not self.sharded:
             self.learner = DataParallelLearner(self.model, **kwargs)
         elif self.learner is None:
-            self.learner = FSDPLearner(self.model, **kwargs)
+            self.learner = FSDPLearner(self.model, device=self.device, **kwargs)
         else:  # the model is sharded already: a new learner (fresh optimizer) on the same shards
             self.learner = FSDPLearner(self.model, root=self.learner.root, **kwargs)
 
     def update(self, samples: list[Any], steps: int) -> dict[str, float]:
         if self.world > 1:
             self.learner.dp_steps = steps
-        return self.learner.update(samples)
+        try:
+            return self.learner.update(samples)
+        finally:  # before a colocated engine wakes on this GPU
+            free_cached_memory(self.device)
 
     def sft_update(self, samples: list[Any], lr: float | None, steps: int) -> dict[str, float]:
         if self.world > 1:
             self.learner.dp_steps = steps
-        return self.learner.sft_update(samples, lr=lr)
+        try:
+            return self.learner.sft_update(samples, lr=lr)
+        finally:
+            free_cached_memory(self.device)
 
     def logprobs(self, samples: list[Any]) -> list[list[float]]:
         return self.learner.logprobs(samples)

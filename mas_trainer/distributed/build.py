@@ -26,7 +26,7 @@ from mas_trainer.distributed.handles import (
     remote_class,
 )
 from mas_trainer.plan import check_cluster, ray_request
-from mas_trainer.policy import Policy
+from mas_trainer.policy import Placement, Policy, learner_kwargs, restore_learner
 
 __all__ = ["RayPolicies", "build_ray_policies", "free_port"]
 
@@ -37,7 +37,7 @@ class RayPolicies:
 
     Attributes:
         policies: ``name -> Policy`` (``engine``: :class:`RemoteEngine`, ``model``:
-            :class:`RemoteModel`, ``learner_factory``: makes a :class:`RemoteLearner`).
+            :class:`RemoteModel`, ``learner``: :class:`RemoteLearner`).
         env_pool: The env-worker pool (None: branches step in the driver).
         placement_groups: One resource pool per policy, by name.
     """
@@ -157,6 +157,7 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
         learners = [
             remote_class(
                 LearnerActorBody,
+                restart=False,  # a dead rank stops the run (handles.LearnerRankDied)
                 num_cpus=cpu,
                 num_gpus=learner_gpu * (share if r in shared_bundles else 1.0),
                 scheduling_strategy=where(r),
@@ -176,18 +177,26 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
         ray.get([a.init_group.remote() for a in learners])
 
         sleeper = engine_actor if cfg.run.ray_colocate and gpus > 0 else None
-
-        def factory(
-            _model: Any, learners: list[Any] = learners, sleeper: Any = sleeper, **kwargs: Any
-        ) -> RemoteLearner:
-            return RemoteLearner(learners, kwargs, sleeping_engine=sleeper, sharded=sharded)
-
+        tokenizer = load_tokenizer(source)
+        learner = RemoteLearner(
+            learners,
+            learner_kwargs(cfg, name, tokenizer, None),
+            sleeping_engine=sleeper,
+            sharded=sharded,
+            policy=name,
+        )
+        restore_learner(cfg, name, learner, load_from)
         out.policies[name] = Policy(
             name,
             RemoteModel(learners, sharded=sharded),
             RemoteEngine(engine_actor),
-            learner_factory=factory,
-            tokenizer=load_tokenizer(source),
+            learner,
+            tokenizer,
+            placement=Placement(
+                learner_device=cfg.model.device,
+                engine_memory=cfg.model.engine_memory,
+                engine_sleeps=sleeper is not None,
+            ),
         )
         out.placement_groups[name] = pg
     if cfg.run.ray_env_workers:

@@ -4,7 +4,11 @@
 * :class:`RemoteLearner` and :class:`RemoteModel`: the learner API and the model handle over a
   policy's learner ranks (``Policy.learner`` and ``Policy.model``);
 * :class:`EnvWorkerPool` and :class:`RayTreeRollout`: branch stepping on env-worker actors;
-* :func:`call_with_restart`: an actor call retried on the restarted actor when the actor dies.
+* :func:`call_with_restart`: an actor call retried on the restarted actor when the actor dies
+  (rollout actors and env workers: their calls are pure given their inputs);
+* :class:`LearnerRankDied`: a learner rank died. Learner ranks are not restarted: a fresh rank
+  would have lost its optimizer state and could not rejoin its group's collectives, so the run
+  stops and says how to resume from its last complete checkpoint.
 
 Importing this module does not need ray; using a handle does (:func:`ray_module`).
 """
@@ -21,6 +25,7 @@ from mas_trainer.rollout import TreeRollout
 
 __all__ = [
     "EnvWorkerPool",
+    "LearnerRankDied",
     "RayTreeRollout",
     "RemoteEngine",
     "RemoteLearner",
@@ -32,8 +37,25 @@ __all__ = [
     "shard_samples",
 ]
 
-#: Seconds to wait for a restarted actor before giving up.
+#: Seconds a restarted actor gets to come back and answer, counted from the death.
 RESTART_TIMEOUT_S = 120.0
+
+#: Restarts one call may go through before it is given up (a call that kills its actor every
+#: time is a bug to show, not to retry forever).
+MAX_RESTARTS_PER_CALL = 3
+
+
+class LearnerRankDied(RuntimeError):
+    """A learner rank's process died: the policy's learner state is gone from that rank.
+
+    Attributes:
+        policy: The policy the rank belongs to.
+        rank: The rank.
+    """
+
+    def __init__(self, policy: str, rank: int, cause: BaseException) -> None:
+        self.policy, self.rank = policy, rank
+        super().__init__(f"learner rank {rank} of policy {policy!r} died: {cause}")
 
 
 def ray_module() -> Any:
@@ -41,10 +63,11 @@ def ray_module() -> Any:
     return require("ray", purpose="the ray backend (run.backend=ray)")
 
 
-def remote_class(cls: type, **options: Any) -> Any:
-    """``cls`` as a Ray actor class that Ray restarts when its process dies (options: resources,
-    scheduling)."""
-    return ray_module().remote(max_restarts=-1, max_task_retries=0, **options)(cls)
+def remote_class(cls: type, *, restart: bool = True, **options: Any) -> Any:
+    """``cls`` as a Ray actor class (options: resources, scheduling) that Ray restarts when its
+    process dies (``restart``), or leaves dead (learner ranks: :class:`LearnerRankDied`)."""
+    restarts = -1 if restart else 0
+    return ray_module().remote(max_restarts=restarts, max_task_retries=0, **options)(cls)
 
 
 def _dead_actor_errors() -> tuple[type[BaseException], ...]:
@@ -59,24 +82,32 @@ def _dead_actor_errors() -> tuple[type[BaseException], ...]:
 def call_with_restart(actor: Any, method: str, *args: Any, on_restart: Any = None) -> Any:
     """``actor.method(*args)``, retried on the restarted actor when the actor dies mid-call.
 
+    Each death gives the restarted actor :data:`RESTART_TIMEOUT_S` from that moment to answer a
+    ping (a call may run for longer than that before its actor dies: a long generation), and one
+    call is retried after at most :data:`MAX_RESTARTS_PER_CALL` deaths.
+
     Args:
         actor: A Ray actor handle created with ``max_restarts != 0``.
         method: The method name.
         *args: Its arguments (object refs are fine).
         on_restart: Called with the actor after a restart, before the retry (e.g. reload weights).
+
+    Raises:
+        RuntimeError: The actor did not come back in time, or died on every try.
     """
     ray = ray_module()
     dead = _dead_actor_errors()
-    deadline = time.monotonic() + RESTART_TIMEOUT_S
+    deaths = 0
     while True:
         try:
             return ray.get(getattr(actor, method).remote(*args))
         except dead as err:
-            if time.monotonic() > deadline:
+            deaths += 1
+            if deaths > MAX_RESTARTS_PER_CALL:
                 raise RuntimeError(
-                    f"actor call {method} kept failing for {RESTART_TIMEOUT_S:.0f} s: {err}"
+                    f"actor call {method} failed {deaths} times, its actor dying each time: {err}"
                 ) from err
-            _wait_alive(actor, deadline)
+            _wait_alive(actor, time.monotonic() + RESTART_TIMEOUT_S)
             if on_restart is not None:
                 on_restart(actor)
 
@@ -90,7 +121,9 @@ def _wait_alive(actor: Any, deadline: float) -> None:
             return
         except (*dead, ray.exceptions.GetTimeoutError):
             time.sleep(0.2)
-    raise RuntimeError("a Ray actor did not come back after a restart")
+    raise RuntimeError(
+        f"a Ray actor did not come back within {RESTART_TIMEOUT_S:.0f} s of its restart"
+    )
 
 
 class WeightsRef(Mapping[str, Any]):
@@ -166,6 +199,10 @@ class RemoteLearner:
         kwargs: The learner's arguments (as :class:`~mas_trainer.learner.Learner`'s).
         sleeping_engine: A colocated vLLM rollout actor to put to sleep before each update.
         sharded: The ranks hold FSDP shards: scoring and state calls go to every rank.
+        policy: The policy's name (in :class:`LearnerRankDied`).
+
+    Raises:
+        LearnerRankDied: From any call during which a rank's process died.
     """
 
     def __init__(
@@ -174,14 +211,28 @@ class RemoteLearner:
         kwargs: dict[str, Any],
         sleeping_engine: Any = None,
         sharded: bool = False,
+        policy: str = "shared",
     ) -> None:
-        ray = ray_module()
+        self.policy = policy
         self.learners = learners
         self.sharded = sharded
         # A colocated vLLM rollout actor to put to sleep before each update (GPU memory).
         self.sleeping_engine = sleeping_engine
         self.mini_batch_size = int(kwargs["mini_batch_size"])
-        ray.get([a.make_learner.remote(kwargs) for a in learners])
+        self._get([a.make_learner.remote(kwargs) for a in learners])
+
+    def _get(self, refs: list[Any]) -> list[Any]:
+        """The results of one call per rank (``refs[r]`` is rank r's), or :class:`LearnerRankDied`
+        for the first rank whose process died (the others' calls are left to fail or finish)."""
+        ray = ray_module()
+        dead = _dead_actor_errors()
+        out = []
+        for rank, ref in enumerate(refs):
+            try:
+                out.append(ray.get(ref))
+            except dead as err:
+                raise LearnerRankDied(self.policy, rank, err) from err
+        return out
 
     def _shards(self, samples: Sequence[Any]) -> tuple[list[list[Any]], int]:
         return shard_samples(samples, len(self.learners), self.mini_batch_size)
@@ -194,40 +245,38 @@ class RemoteLearner:
         if self.sleeping_engine is not None:
             ray.get(self.sleeping_engine.sleep.remote())
         shards, steps = self._shards(samples)
-        out = ray.get(
+        out = self._get(
             [a.update.remote(s, steps) for a, s in zip(self.learners, shards, strict=True)]
         )
         return _mean_metrics(out, shards)
 
     def sft_update(self, samples: Sequence[Any], lr: float | None = None) -> dict[str, float]:
-        ray = ray_module()
         shards, steps = self._shards(samples)
-        out = ray.get(
+        out = self._get(
             [a.sft_update.remote(s, lr, steps) for a, s in zip(self.learners, shards, strict=True)]
         )
         return _mean_metrics(out, shards)
 
     def logprobs(self, samples: Sequence[Any]) -> list[list[float]]:
-        ray = ray_module()
-        return ray.get([a.logprobs.remote(list(samples)) for a in self._ranks()])[0]
+        return self._get([a.logprobs.remote(list(samples)) for a in self._ranks()])[0]
 
     def save(self, folder: Any) -> None:
         """Every rank writes its own shards into ``folder`` (:meth:`Learner.save`); nothing
         passes through the driver. The folder must be reachable from every learner's node (a
         shared filesystem on a multi-node cluster)."""
-        ray_module().get([a.save.remote(str(folder)) for a in self.learners])
+        self._get([a.save.remote(str(folder)) for a in self.learners])
 
     def load(
         self, folder: Any, *, lr: float | None = None, weight_decay: float | None = None
     ) -> None:
         """Every rank reads its own shards from ``folder`` (:meth:`Learner.load`)."""
-        ray_module().get([a.load.remote(str(folder), lr, weight_decay) for a in self.learners])
+        self._get([a.load.remote(str(folder), lr, weight_decay) for a in self.learners])
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        ray_module().get([a.load_state_dict.remote(state) for a in self.learners])
+        self._get([a.load_state_dict.remote(state) for a in self.learners])
 
     def reset_reference(self) -> None:
-        ray_module().get([a.reset_reference.remote() for a in self.learners])
+        self._get([a.reset_reference.remote() for a in self.learners])
 
 
 _SAMPLE_MEANS = ("algo/advantage_abs_mean",)
@@ -261,11 +310,9 @@ class RemoteEngine:
 
     Attributes:
         model: None (the actor holds its own weights: the train loop syncs them after updates).
-        is_remote: True (``attach_vllm_engines`` leaves remote engines alone).
     """
 
     model = None
-    is_remote = True
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor

@@ -152,8 +152,14 @@ class CompletionLM(torch.nn.Module):
         return hidden_logprobs(head, hidden, targets, temperature, top_p, with_entropy)
 
 
-def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
+def shard_model(
+    model: Any, param_dtype: torch.dtype | None, device: str | torch.device | None = None
+) -> CompletionLM:
     """Shard ``model`` in place over the default process group with FSDP2.
+
+    ``device`` is where the shards live (default: where the model is). A model loaded on the CPU
+    moves to ``device`` one ``fully_shard`` unit at a time and is sharded there, so no GPU ever
+    holds the whole model.
 
     One ``fully_shard`` unit per decoder layer, then the root (:class:`CompletionLM`: embeddings,
     final norm, LM head; tied embeddings stay one parameter). Parameters become ``DTensor`` shards
@@ -167,8 +173,8 @@ def shard_model(model: Any, param_dtype: torch.dtype | None) -> CompletionLM:
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-    device = next(model.parameters()).device
-    mesh = init_device_mesh(device.type, (dist.get_world_size(),))
+    where = torch.device(device) if device is not None else next(model.parameters()).device
+    mesh = init_device_mesh(where.type, (dist.get_world_size(),))
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
     root = CompletionLM(model)
     for layer in model.get_decoder().layers:
@@ -206,6 +212,7 @@ class FSDPLearner(RankLearner):
             None computes in the parameters' dtype.
         root: The root of a model this group sharded already (``learner.root``: a new learner,
             with a fresh optimizer, on the same shards; e.g. RL after the warm start).
+        device: Where the shards live (:func:`shard_model`; default: where the model is).
         **kwargs: As :class:`~mas_trainer.learner.Learner` (no ``adapter``, no ``kl_coef``).
 
     Every method is a collective: call it on every rank of the group, in the same order.
@@ -217,6 +224,7 @@ class FSDPLearner(RankLearner):
         *,
         dtype: torch.dtype | None = None,
         root: CompletionLM | None = None,
+        device: str | None = None,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("adapter") is not None:
@@ -226,7 +234,7 @@ class FSDPLearner(RankLearner):
                 "algo.kl_coef > 0 with run.ray_sharding fsdp: the KL reference model is not "
                 "sharded; use run.ray_sharding replicate, or kl_coef 0 (the paper's setting)"
             )
-        self.root = root if root is not None else shard_model(model, dtype)
+        self.root = root if root is not None else shard_model(model, dtype, device)
         kwargs["share_prompts"] = False  # one decoder call per micro-batch on every rank
         super().__init__(model, dtype=None, **kwargs)
 

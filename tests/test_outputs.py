@@ -8,6 +8,7 @@ import pytest
 
 pytest.importorskip("matplotlib")
 
+from mas_trainer import plots
 from mas_trainer.eval.play import wilson_interval as wilson
 from mas_trainer.plots import plot_run, success_figure, warmstart_loss_figure
 
@@ -26,7 +27,7 @@ def _run(tmp_path, evals_every=0):
              "rollout/reward/tool": 0.1, "rollout/reward/planner": 0.2}
             for s in range(1, 11)
         ],
-        {"step": 10, "phase": "final", "eval/success": 0.25, "eval/episodes": 100},
+        {"step": 10, "phase": "final", "eval/success": 0.255, "eval/episodes": 200},
     ]  # fmt: skip
     if evals_every:
         records.insert(-1, {"step": 5, "phase": "rl", "eval/success": 0.3, "eval/episodes": 100})
@@ -50,21 +51,66 @@ def test_wilson_interval():
 
 def test_success_figure_shows_every_phase_labelled(tmp_path):
     fig = success_figure(_run(tmp_path, evals_every=5))
-    (ax,) = fig.axes
-    lines = {line.get_label(): line for line in ax.get_lines()}
-    held = next(v for k, v in lines.items() if k.startswith("held-out success: greedy"))
-    rollout = next(v for k, v in lines.items() if k.startswith("rollout success: best of K=4"))
-    xs, ys = (list(a) for a in held.get_data())
-    assert ys == [0.0, 0.22, 0.3, 0.25]  # start, after the warm start, step 5, final
+    ax, ax_rollout = fig.axes
+    (held,) = ax.containers  # the evaluations, each with its Wilson interval
+    assert held.get_label().startswith("held-out success: greedy")
+    xs, ys = (list(a) for a in held.lines[0].get_data())
+    assert ys == [0.0, 0.22, 0.3, 0.255]  # start, after the warm start, step 5, final
     assert xs[0] < 0 and xs[1:] == [0.0, 5.0, 10.0]
+    # issue 32: measured points only (no line joins evaluations 5 steps apart)
+    assert held.lines[0].get_linestyle() in ("None", "none", "")
+    # the labels are the terminal's figures: 25.5%, not 26%
+    texts = [t.get_text() for t in ax.texts]
+    assert {"0.0%", "22.0%", "30.0%", "25.5%"} <= set(texts)
+    # rollout best-of-K is a training-time number: its own panel, labelled so
+    (rollout,) = ax_rollout.get_lines()
     assert list(rollout.get_data()[0]) == list(range(1, 11))
-    assert len(ax.collections) == 2  # a Wilson band under each curve
+    assert ax_rollout.get_title().startswith("training-time, not held-out")
+    assert "best of K=4" in ax_rollout.get_title()
     assert "tmp" in ax.get_title() or tmp_path.name in ax.get_title()
     assert "mas/PlanPath-v0 4x4" in ax.get_title()
-    labels = [t.get_text() for t in ax.get_xticklabels()]
+    labels = [t.get_text() for t in ax_rollout.get_xticklabels()]
     assert labels[0] == "start" and all(t.isdigit() for t in labels[1:])  # integer steps
-    texts = [t.get_text() for t in ax.texts]
     assert any("warm start" in t for t in texts) and "AT-GRPO" in texts
+
+
+def test_success_figure_draws_the_stored_baselines_the_summary_printed(tmp_path):
+    run = _run(tmp_path)
+    rows = {
+        "single-grpo": {"label": "single agent + GRPO", "mean": 0.665, "seeds": [0, 1, 2]},
+        "mas": {"label": "MAS prompting", "mean": 0.321, "seeds": [0]},  # not printed: no line
+    }
+    (run / "summary.json").write_text(json.dumps({"baselines": {"rows": rows}}))
+    (ax, _) = success_figure(run).axes
+    assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"] == [
+        0.665
+    ]
+    assert "single agent + GRPO, mean of 3 seeds (stored): 66.5%" in [
+        t.get_text() for t in ax.texts
+    ]
+
+
+def test_turns_run_from_zero_to_the_turn_limit_and_format_errors_have_a_figure(tmp_path):
+    import matplotlib.pyplot as plt
+
+    run = _run(tmp_path)
+    config = json.loads((run / "config.json").read_text())
+    config["env"]["max_turns"] = 3
+    (run / "config.json").write_text(json.dumps(config))
+    records = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    for r in records:
+        if r["phase"] == "rl":
+            r.update({"rollout/turns_mean": 1.2 + r["step"] / 20, "rollout/format_error_rate": 0.1})
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    written = {p.name for p in plot_run(run)}
+    assert {"turns.png", "format_errors.png"} <= written
+    turns = plots._rollout_figure(
+        run, "rollout/turns_mean", "turns", "turns", ylim=(0, 3.3), hline=(3, "max turns (3)")
+    )
+    (ax,) = turns.axes
+    assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= 3
+    assert "max turns (3)" in [line.get_label() for line in ax.get_lines()]
+    plt.close("all")
 
 
 def test_plot_run_writes_the_figures(tmp_path):
@@ -85,13 +131,17 @@ def test_per_role_warm_start_has_its_steps_and_a_loss_curve_per_policy(tmp_path)
             loss = r.pop("warmstart/loss/sft")
             r.update({"warmstart/tool/loss/sft": loss, "warmstart/planner/loss/sft": 2 * loss})
             r["warmstart/tool/loss/sft/tool"] = loss  # a per-role breakdown is not a policy
+    records += [  # the planner's warm start runs twice as long (as plan-path-tiny's does)
+        {"step": s, "phase": "warmstart", "warmstart/planner/loss/sft": 0.01}
+        for s in range(110, 210, 10)
+    ]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     texts = [t.get_text() for t in success_figure(run).axes[0].texts]
-    assert any("(100 SFT steps)" in t for t in texts), texts
+    assert any("(planner 200, tool 100 SFT steps)" in t for t in texts), texts
     (ax,) = warmstart_loss_figure(run).axes
     lines = {line.get_label(): list(line.get_data()[1]) for line in ax.get_lines()}
     assert set(lines) == {"policy planner", "policy tool"}
-    assert lines["policy planner"] == [2 * v for v in lines["policy tool"]]
+    assert lines["policy planner"][:10] == [2 * v for v in lines["policy tool"]]
     assert lines["policy tool"][0] == pytest.approx(0.1)
 
 

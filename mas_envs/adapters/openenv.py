@@ -2,13 +2,18 @@
 
 One command starts it (or build `environments/openenv/Dockerfile`)::
 
-    pip install 'mas-rl[openenv]'
+    pip install -e '.[openenv]'      # from a clone of the repository
     mas-openenv --env mas/PlanPath-v0 --port 8000     # python -m mas_envs.adapters.openenv
 
 OpenEnv's own server (`openenv.core.env_server.create_app`) serves it: `POST /reset`,
 `POST /step`, `GET /state`, `GET /schema`, `GET /health` and the `/ws` WebSocket, where each
-connection is one session with its own env (HTTP `/reset` and `/step` are one-shot: a fresh env
-per request, as OpenEnv defines them; multi-step episodes use `/ws` or `MasEnvClient`).
+connection is one session with its own env. HTTP `/reset` and `/step` are one-shot (a fresh env
+per request, as OpenEnv defines them): `/reset` shows a task's first observation, and `/step`,
+which would act on an env that was never reset, is refused with 409 and a message naming the
+WebSocket client; episodes run over `/ws` or `MasEnvClient`. Bad reset options (an unknown id,
+option or role, bad `env_kwargs`) answer 400 with the message over HTTP, an error message over
+the WebSocket; a WebSocket message that is JSON but not an object gets an error message and the
+session goes on.
 
 `reset` takes any of `seed`, `env_id`, `task_id`, `split`, `mode`, `plays`, `others` and
 `env_kwargs` (`mas_envs.make` options), so one server serves every id. Each observation names the
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 from typing import Any
 from uuid import uuid4
 
@@ -39,6 +45,7 @@ try:
     from openenv.core import EnvClient
     from openenv.core.client_types import StepResult
     from openenv.core.env_server import Action, Environment, Observation, State, create_app
+    from openenv.core.env_server.types import WSErrorCode, WSErrorResponse
 except ImportError as e:  # pragma: no cover - depends on the environment
     raise missing("openenv", e, purpose="mas_envs.adapters.openenv") from e
 
@@ -54,11 +61,31 @@ __all__ = [
     "MasEnvironment",
     "MasObservation",
     "MasState",
+    "NoEpisodeError",
+    "ResetOptionsError",
     "main",
     "make_app",
 ]
 
 DEFAULT_ENV = "mas/PlanPath-v0"
+
+
+class ResetOptionsError(ValueError):
+    """`reset` was given an option it cannot use (unknown id, option or role; bad env_kwargs).
+
+    HTTP answers 400 with the message; the WebSocket sends it as an error message."""
+
+
+class NoEpisodeError(RuntimeError):
+    """`step` in a session with no episode: before `reset`, or any HTTP `POST /step`."""
+
+
+NO_EPISODE = (
+    "step() before reset(): this env has no episode. Over HTTP every request gets a fresh env "
+    "(OpenEnv's one-shot /reset and /step), so POST /step can never continue an episode: play "
+    "episodes over the WebSocket, with `MasEnvClient(base_url=...).sync()` (reset, then step) "
+    "or the /ws endpoint. Over the WebSocket: reset the session first."
+)
 
 
 class MasAction(Action):
@@ -127,17 +154,22 @@ class MasEnvironment(Environment[MasAction, MasObservation, MasState]):
     ) -> MasObservation:
         """Start an episode (see the module docstring for the arguments)."""
         if kwargs:
-            raise ValueError(
+            raise ResetOptionsError(
                 f"unknown reset options {sorted(kwargs)}; known: seed, episode_id, env_id, "
                 "task_id, split, mode, plays, others, env_kwargs"
             )
         env_id = env_id or self.default_env_id
-        self._play = make_role_play(
-            env_id, mode=mode, split=split, plays=plays, others=others, env_kwargs=env_kwargs
-        )
+        try:  # what the caller got wrong, as a 400 and not the server's 500
+            self._play = make_role_play(
+                env_id, mode=mode, split=split, plays=plays, others=others, env_kwargs=env_kwargs
+            )
+            options = {"task_id": task_id} if task_id is not None else None
+            turn = self._play.reset(seed=seed, options=options)
+        except (KeyError, ValueError, TypeError) as err:
+            self._play = None
+            msg = err.args[0] if isinstance(err, KeyError) and err.args else str(err)
+            raise ResetOptionsError(f"reset: {msg}") from err
         env = self._play.env
-        options = {"task_id": task_id} if task_id is not None else None
-        turn = self._play.reset(seed=seed, options=options)
         self._state = MasState(
             episode_id=episode_id or str(uuid4()),
             env_id=env_id,
@@ -153,7 +185,7 @@ class MasEnvironment(Environment[MasAction, MasObservation, MasState]):
     ) -> MasObservation:
         """Apply the acting role's text."""
         if self._play is None:
-            raise RuntimeError("step() before reset(): reset the session first")
+            raise NoEpisodeError(NO_EPISODE)
         acted = self._play.env.agent_selection
         out = self._play.step(action.text)
         self._state.step_count += 1
@@ -209,9 +241,12 @@ class MasEnvClient(EnvClient[MasAction, MasObservation, MasState]):
 
 
 def make_app(env_id: str = DEFAULT_ENV, max_sessions: int = 16) -> Any:
-    """The FastAPI app: OpenEnv's server around `MasEnvironment`."""
+    """The FastAPI app: OpenEnv's server around `MasEnvironment`, with the caller's mistakes
+    answered as 4xx with their message (OpenEnv's server answers them with a bare 500)."""
+    from fastapi.responses import JSONResponse
+
     mas_envs.registry.entry(env_id)
-    return create_app(
+    app = create_app(
         functools.partial(MasEnvironment, env_id=env_id),
         MasAction,
         MasObservation,
@@ -219,13 +254,67 @@ def make_app(env_id: str = DEFAULT_ENV, max_sessions: int = 16) -> Any:
         max_concurrent_envs=max_sessions,
     )
 
+    async def bad_reset(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=400, content={"detail": str(exc)})
+
+    async def no_episode(request: Any, exc: Exception) -> JSONResponse:
+        return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+    app.add_exception_handler(ResetOptionsError, bad_reset)
+    app.add_exception_handler(NoEpisodeError, no_episode)
+    app.add_middleware(_ObjectMessagesOnly)
+    return app
+
+
+class _ObjectMessagesOnly:
+    """ASGI middleware: a `/ws` message that is valid JSON but not an object (`[]`, `3`) gets an
+    error message and the session goes on. openenv-core 0.3 reads `message.get("type")` outside
+    its error handling, so such a message ended the session; invalid JSON it already answers."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+
+        async def receive_objects() -> Any:
+            while True:
+                message = await receive()
+                text = message.get("text") if message["type"] == "websocket.receive" else None
+                if text is None or _is_object_or_not_json(text):
+                    return message
+                error = WSErrorResponse(
+                    data={
+                        "message": "a message must be a JSON object such as "
+                        '{"type": "step", "data": {"text": "..."}}, got a JSON '
+                        f"{type(json.loads(text)).__name__}",
+                        "code": WSErrorCode.VALIDATION_ERROR,
+                    }
+                )
+                await send({"type": "websocket.send", "text": error.model_dump_json()})
+
+        await self.app(scope, receive_objects, send)
+
+
+def _is_object_or_not_json(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:  # not JSON: OpenEnv's server answers INVALID_JSON itself
+        return True
+
 
 def main(argv: list[str] | None = None) -> None:
     """`mas-openenv`: serve the envs over OpenEnv's HTTP/WebSocket interface."""
-    parser = argparse.ArgumentParser(prog="mas-openenv", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="mas-openenv",
+        description=main.__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     parser.add_argument("--env", default=DEFAULT_ENV, help="env id when reset names none")
     parser.add_argument("--host", default="127.0.0.1", help="address (0.0.0.0 in a container)")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8000, help="TCP port")
     parser.add_argument("--max-sessions", type=int, default=16, help="concurrent /ws sessions")
     args = parser.parse_args(argv)
     import uvicorn

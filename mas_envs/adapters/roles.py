@@ -179,15 +179,23 @@ def make_role_play(
     split: str = "train",
     plays: Collection[str] | None = None,
     others: str = "oracle",
-    env_kwargs: Mapping[str, Any] | None = None,
+    env_kwargs: Mapping[str, Any] | str | None = None,
 ) -> RolePlay:
     """A `RolePlay` from plain values (what a dataset row or a config file carries).
 
     ``others`` names the scripted policy of the roles not in ``plays`` (``"oracle"`` or
-    ``"random"``); it is unused when the policy plays every role.
+    ``"random"``); it is unused when the policy plays every role. ``env_kwargs`` may be a JSON
+    object's text: Parquet cannot store an empty struct, so SkyRL's rows carry it encoded.
+    ``plays`` may be any sequence (a column read back from Parquet is an array).
     """
+    if isinstance(env_kwargs, str):
+        decoded = json.loads(env_kwargs) if env_kwargs.strip() else {}
+        if not isinstance(decoded, dict):
+            raise ValueError(f"env_kwargs must be a JSON object, got {env_kwargs!r}")
+        env_kwargs = decoded
+    roles = None if plays is None else [str(role) for role in plays]
     env = mas_envs.make(env_id, mode=mode, split=split, **(env_kwargs or {}))
-    return RolePlay(env, plays=plays, others=scripted_policy(others, seed=0) if plays else None)
+    return RolePlay(env, plays=roles, others=scripted_policy(others, seed=0) if roles else None)
 
 
 def episode_rows(

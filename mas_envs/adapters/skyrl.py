@@ -10,6 +10,9 @@ id in `env_class` and the episode in `extra_info`; `dataset_rows` writes such ro
     pd.DataFrame(dataset_rows("mas/PlanPath-v0", n=1024)).to_parquet("train.parquet")
     # skyrl-train: data.train_data=['train.parquet'], environment.env_class=mas/PlanPath-v0
 
+`extra_info["env_kwargs"]` is a JSON object's text (Parquet cannot store an empty struct);
+`MasTextEnv` decodes it, and also takes a dict.
+
 An episode is one growing chat, as SkyRL's generator keeps it: `init` returns the policy's first
 turn (system and user message), each `step(text)` applies the text for the acting role and
 returns the next turn as one user message (prefixed with that role's system text when the role
@@ -20,6 +23,7 @@ changes), with the acting role's reward (`alpha * team + local`). `extra_info` m
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mas_envs.optional import missing
@@ -123,6 +127,8 @@ def dataset_rows(env_id: str, *, n: int, **episode: Any) -> list[dict[str, Any]]
     for row in episode_rows(env_id, n=n, **episode):
         prompt = row.pop("prompt")
         row.pop("agent")
+        # Parquet cannot write a struct with no fields ({}, the common case): store the text
+        row["env_kwargs"] = json.dumps(row["env_kwargs"], sort_keys=True)
         rows.append({"prompt": prompt, "env_class": row.pop("env_id"), "extra_info": row})
     return rows
 

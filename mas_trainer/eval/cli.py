@@ -11,15 +11,20 @@ from pathlib import Path
 from typing import Any
 
 from mas_trainer.engines.openai import OpenAIError
-from mas_trainer.eval.suite import DEFAULT_DATA, SUITES
+from mas_trainer.eval.suite import BOARDS, DEFAULT_DATA, SUITES, resolve_suite
+from mas_trainer.outputs import RunRef, find_run
 
 __all__ = ["main"]
 
 _DESCRIPTION = """Evaluate a policy with greedy decoding on the first N tasks of a test split.
 
 forms:
+  mas-eval --policy RUN [--episodes N] [--output R.json]
+      a mas-train run (or one of its checkpoints) on the env it trained on: its env id, env
+      options, turn limit, mode and token limit, from the run's config.json
   mas-eval --env ID --policy POLICY [--episodes N] [--output R.json]
-      one env: success with its 95% Wilson interval and mean turns (a JSON file with --output)
+      one env: success with its 95% Wilson interval and mean turns (a JSON file with --output);
+      a run evaluated on another env than its own gets a warning
   mas-eval --suite NAME --policy POLICY --output R.json [--data DIR]
       a benchmark suite: a leaderboard result file (mas-leaderboard validate checks it); the
       paper's code and math suites read the files mas-data prepare wrote to DIR
@@ -37,8 +42,9 @@ POLICY is one of:
   openai:<model>              a model served over an OpenAI-compatible API (options below)"""
 
 _EPILOG = """examples:
-  mas-eval --env mas/PlanPath-v0 --policy runs/my-run --episodes 100 --output eval.json
-  mas-eval --env mas/PlanPath-v0 --policy runs/my-run/checkpoints/step-000020/shared
+  mas-eval --policy runs/my-run --episodes 100 --output eval.json
+  mas-eval --policy runs/my-run/checkpoints/step-000020/planner
+  mas-eval --suite default-run-v0 --policy runs/my-run --output my-run.json
   mas-eval --suite games-v0 --policy oracle --name oracle --output oracle.json
   OPENAI_BASE_URL=http://127.0.0.1:8000/v1 mas-eval --env mas/Math-v0 --policy openai:my-model"""
 
@@ -60,11 +66,12 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     what = p.add_argument_group("what to evaluate")
-    form = what.add_mutually_exclusive_group(required=True)
+    form = what.add_mutually_exclusive_group()
     form.add_argument(
         "--env",
         metavar="ID",
-        help="one env: a registered id (e.g. mas/PlanPath-v0) or package.module:Class",
+        help="one env: a registered id (e.g. mas/PlanPath-v0) or package.module:Class "
+        "(default when POLICY is a mas-train run: the env it trained on)",
     )
     form.add_argument(
         "--suite", metavar="NAME", help=f"a suite {sorted(SUITES)} or one board's name"
@@ -86,10 +93,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     what.add_argument(
         "--mode",
-        default="mas",
         choices=["mas", "single", "tool"],
         help="mas: the team; single: one agent does the whole task (the baseline); tool: the "
-        "tool agent alone with its code tool (Plan-Path code ids: the paper's SA-code ablation)",
+        "tool agent alone with its code tool (Plan-Path code ids: the paper's SA-code ablation). "
+        "Default: a run's env.mode, else mas",
     )
     what.add_argument(
         "--output",
@@ -220,8 +227,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     args = p.parse_args(argv)
+    run = find_run(args.policy)
+    if not (args.env or args.suite or args.reasoner_scaling):
+        if run is None:
+            p.error(
+                "name what to evaluate: --env ID, --suite NAME or --reasoner-scaling (only a "
+                "mas-train run as --policy defaults to the env it trained on)"
+            )
+        args.env = run.config["env"]["id"]
+    if args.mode is None:
+        args.mode = run.config["env"].get("mode", "mas") if run is not None else "mas"
     _check(p, args)
     try:
+        if run is not None:
+            _warn_other_env(args, run)
         if args.env:
             _env_form(args)
         elif args.suite:
@@ -236,10 +255,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _warn_other_env(args: argparse.Namespace, run: RunRef) -> None:
+    """Say loudly when a run is evaluated on an env (id or options) it did not train on: a score
+    there measures transfer, not what the run learnt (a 5x5-trained team scores about the random
+    floor on the registered 10x10 grid)."""
+    # `problems` names data files (train and test files differ by design): not the env's settings
+    options = {k: v for k, v in run.config["env"].get("options", {}).items() if k != "problems"}
+    trained = (run.config["env"]["id"], options)
+    if args.env:
+        # the env form plays a run's own options on its own env id unless told otherwise
+        default = trained[1] if args.env == trained[0] else {}
+        asked = [(args.env, json.loads(args.env_options) if args.env_options else default)]
+    else:
+        boards = resolve_suite(args.suite or args.reasoner_scaling)
+        asked = [(BOARDS[b].env_id, dict(BOARDS[b].kwargs)) for b in boards]
+    asked = [(e, {k: v for k, v in o.items() if k != "problems"}) for e, o in asked]
+    other = [a for a in asked if a != trained]
+    if not other:
+        return
+    own = [k for k, b in BOARDS.items() if (b.env_id, dict(b.kwargs)) == trained]
+    own_board = f" or --suite {own[0]}" if own else ""
+    print(
+        f"mas-eval: WARNING: {run.run_dir} trained on {trained[0]} with options "
+        f"{json.dumps(trained[1])}; this evaluates it on "
+        + ", ".join(f"{e} with options {json.dumps(o)}" for e, o in other)
+        + ". That score measures transfer to another env, not what the run learnt: leave out "
+        f"--env to evaluate the run on its own env{own_board}.",
+        file=sys.stderr,
+    )
+
+
 def _decoding(args: argparse.Namespace, env_ids: Sequence[str]) -> tuple[dict[str, Any], Any]:
     """The resolver's options from the command line; a run folder's defaults where it has them."""
     from mas_trainer.eval.actors import REFERENCE_POLICIES, default_max_new_tokens
-    from mas_trainer.outputs import find_run
 
     run = find_run(args.policy)
     system_message = not args.no_system_message
@@ -312,7 +360,7 @@ def _env_form(args: argparse.Namespace) -> None:
 
 
 def _suite_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
-    from mas_trainer.eval.suite import BOARDS, resolve_suite, run_suite, save_result
+    from mas_trainer.eval.suite import run_suite, save_result
 
     boards = resolve_suite(args.suite)
     options, _ = _decoding(args, [BOARDS[b].env_id for b in boards])
@@ -344,7 +392,6 @@ def _aggregate_line(label: str, a: dict[str, Any]) -> str:
 
 def _scaling_form(args: argparse.Namespace, argv: Sequence[str]) -> None:
     from mas_trainer.eval.scaling import reasoner_scaling
-    from mas_trainer.eval.suite import BOARDS
 
     board = args.reasoner_scaling
     if board not in BOARDS:

@@ -101,7 +101,8 @@ class BoardSpec:
         mode: The board's default mode, ``"mas"`` (the team); entries may also play
             ``"single"`` (one agent does the whole task: the single-agent baseline).
         split: Always ``"test"`` for boards.
-        name: The board's name when several boards play one env id (the data boards).
+        name: The board's name when several boards play one env id (the data boards, and boards
+            with their own ``kwargs`` such as the default run's 5x5 grid).
         data: A ``mas-data`` set whose prepared test split the board plays (``problems=``), read
             from ``data_dir`` (``mas-data prepare NAME --from ... --out DATA_DIR``).
         data_options: ``mas-data prepare`` options the test split must have been made with
@@ -208,6 +209,15 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/PlanPathCode-v1", 100),
         BoardSpec("mas/PlanPathCode-v2", 100),
         BoardSpec("mas/SudokuCode-v0", 100),
+        # The default run's env (`mas-train` with no arguments, preset plan-path-tiny): 5x5
+        # Plan-Path whose tool writes a program. The registered 10x10 grid says nothing about a
+        # model trained on 5x5 grids.
+        BoardSpec(
+            "mas/PlanPathCode-v1",
+            100,
+            kwargs={"rows": 5, "cols": 5, "wall_prob": 0.22},
+            name="planpathcode-v1-5x5",
+        ),
         # The paper's code and math benchmarks, on files `mas-data prepare` writes: every test
         # problem, as the publisher distributes the set.
         BoardSpec(
@@ -238,6 +248,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "math-v0": ("mas/Math-v0",),
     "code-v0": ("mas/Code-v0",),
     "plan-code-v0": ("mas/SokobanCode-v0", "mas/PlanPathCode-v0", "mas/SudokuCode-v0"),
+    "default-run-v0": ("planpathcode-v1-5x5",),
     "paper-code-v0": ("livecodebench-v6", "apps", "codecontests"),
     "paper-math-v0": ("aime24", "aime25", "olympiadbench"),
     "all-v0": (
@@ -252,7 +263,8 @@ SUITES: dict[str, tuple[str, ...]] = {
     ),
 }
 """Benchmark suites: fixed, versioned lists of boards. Any board is also a one-board suite.
-``paper-code-v0`` and ``paper-math-v0`` read prepared data (``--data DIR``, docs/data.md)."""
+``paper-code-v0`` and ``paper-math-v0`` read prepared data (``--data DIR``, docs/data.md);
+``default-run-v0`` is the env the default ``mas-train`` run trains on."""
 
 
 def env_version(env_id: str) -> int:

@@ -204,6 +204,7 @@ BOARDS: dict[str, BoardSpec] = {
         BoardSpec("mas/Math-v1", 100),
         # The built-in problem set's test split has 11 problems: the board scores all of them.
         BoardSpec("mas/Code-v0", 11),
+        BoardSpec("mas/Code-v1", 11),
         BoardSpec("mas/SokobanCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v0", 100),
         BoardSpec("mas/PlanPathCode-v1", 100),
@@ -221,14 +222,14 @@ BOARDS: dict[str, BoardSpec] = {
         # The paper's code and math benchmarks, on files `mas-data prepare` writes: every test
         # problem, as the publisher distributes the set.
         BoardSpec(
-            "mas/Code-v0",
+            "mas/Code-v1",
             None,
             name="livecodebench-v6",
             data="livecodebench",
             data_options={"release": "v6"},
         ),
-        BoardSpec("mas/Code-v0", None, name="apps", data="apps", data_options={"slices": None}),
-        BoardSpec("mas/Code-v0", None, name="codecontests", data="codecontests"),
+        BoardSpec("mas/Code-v1", None, name="apps", data="apps", data_options={"slices": None}),
+        BoardSpec("mas/Code-v1", None, name="codecontests", data="codecontests"),
         BoardSpec("mas/Math-v1", None, name="aime24", data="aime24"),
         BoardSpec("mas/Math-v1", None, name="aime25", data="aime25"),
         BoardSpec(
@@ -247,6 +248,7 @@ SUITES: dict[str, tuple[str, ...]] = {
     "games-v0": ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0"),
     "math-v0": ("mas/Math-v0",),
     "code-v0": ("mas/Code-v0",),
+    "code-v1": ("mas/Code-v1",),
     "plan-code-v0": ("mas/SokobanCode-v0", "mas/PlanPathCode-v0", "mas/SudokuCode-v0"),
     "default-run-v0": ("planpathcode-v1-5x5",),
     "paper-code-v0": ("livecodebench-v6", "apps", "codecontests"),

@@ -391,12 +391,11 @@ def _train(
         summary["best_step"] = best["step"]
         summary["success_best_validation"] = best["success"]
         if best["step"] != step:
-            for pol in policies.values():
+            for name, learner in learners.items():  # the policies save_checkpoint saved
                 learner_state = torch.load(
-                    run.path / "checkpoints" / "best" / f"learner-{pol.name}.pt",
-                    weights_only=False,
+                    run.path / "checkpoints" / "best" / f"learner-{name}.pt", weights_only=False
                 )
-                pol.learner.load_state_dict(learner_state)
+                learner.load_state_dict(learner_state)
             sync_engines(policies, cfg.model.engine_weights_dtype)
             m = evaluate(step, "best", prefix="eval_best")
         else:

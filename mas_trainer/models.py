@@ -241,7 +241,8 @@ def planpath_corpus(episodes: int = 150, seed: int = 0) -> list[str]:
 
 @functools.cache
 def _planpath_tokenizer_json() -> str:
-    return build_bpe_tokenizer(planpath_corpus(), vocab_size=PLANPATH_BPE_VOCAB).backend_tokenizer.to_str()
+    tokenizer = build_bpe_tokenizer(planpath_corpus(), vocab_size=PLANPATH_BPE_VOCAB)
+    return tokenizer.backend_tokenizer.to_str()
 
 
 def build_planpath_tokenizer() -> PreTrainedTokenizerFast:

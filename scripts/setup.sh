@@ -5,8 +5,10 @@
 #
 #   scripts/setup.sh                          # the trainer (mas-train, mas-eval)
 #   scripts/setup.sh dev                      # everything the test suite needs
+#   scripts/setup.sh dev .venv-extras         # the same in another virtual environment
 set -euo pipefail
 extras="${1:-train}"
+venv="${2:-.venv}"
 cd "$(dirname "$0")/.."
 
 if ! command -v bwrap >/dev/null 2>&1; then
@@ -19,11 +21,11 @@ if ! command -v bwrap >/dev/null 2>&1; then
     fi
 fi
 
-[ -x .venv/bin/python ] || python3 -m venv .venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # On a CPU-only machine that reaches download.pytorch.org, TORCH_INDEX=https://download.pytorch.org/whl/cpu
 # takes the small CPU build; where a local wheel is configured (as on our CI) the plain pin finds it.
-.venv/bin/python -c "import torch" 2>/dev/null ||
-    .venv/bin/pip install -q torch==2.13.0 ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
-.venv/bin/pip install -q -e ".[$extras]"
-echo "mas-rl is installed in .venv with extras [$extras]"
+"$venv/bin/python" -c "import torch" 2>/dev/null ||
+    "$venv/bin/pip" install -q torch==2.13.0 ${TORCH_INDEX:+--index-url "$TORCH_INDEX"}
+"$venv/bin/pip" install -q -e ".[$extras]"
+echo "mas-rl is installed in $venv with extras [$extras]"

@@ -1,7 +1,8 @@
 """The default run shows the paper's effect (slow: two processes side by side; 324 and 257 CPU
 seconds, ~5.5 minutes on 2 idle cores of the machine the figures below come from; on a 2-core AMD
-EPYC without AVX-512, 1,139 and ~920 CPU seconds, ~18-20 minutes, ~26 beside other tests;
-``.ci/run`` starts it in the background after the quick suite, beside the other suites).
+EPYC without AVX-512, 1,139 and ~920 CPU seconds, ~18-20 minutes, ~26 beside other tests; CI
+runs it as its ``effect`` step, ``python3 scripts/ci.py effect``, in the background after the
+quick suite, beside the other suites).
 
 ``mas-train`` with no arguments (the ``plan-path-tiny`` preset, seed 0, its full budget) against its
 own warm start and against the single agent + GRPO at the same budget, all on the preset's 200

@@ -264,9 +264,7 @@ class FSDPLearner(RankLearner):
     def _optimizer_step(self) -> float:
         params = list(self._params.values())
         clip = self.grad_clip if self.grad_clip > 0 else 1e30
-        norm = torch.nn.utils.clip_grad_norm_(params, clip)
-        if _is_dtensor(norm):
-            norm = norm.full_tensor()
+        norm = _full(torch.nn.utils.clip_grad_norm_(params, clip))  # a DTensor's: a collective
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         return float(norm)

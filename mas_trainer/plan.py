@@ -3,22 +3,29 @@ loads, and whether it fits.
 
 The learner's figures are torch's own accounting, not arithmetic: the model is built from its
 config under ``torch._subclasses.FakeTensorMode`` (tensors with shapes and dtypes but no storage),
-and one training step at the run's micro-batch shape (the learner's forward through
-:func:`~mas_trainer.learner.completion_logits`, log-probs through
-:func:`~mas_trainer.at_grpo.token_logprobs`, backward with the run's gradient checkpointing and
-autocast, gradient clipping and an AdamW step whose moments already exist) runs under
-``torch.distributed._tools``' ``MemTracker`` (``FSDPMemTracker`` on ``run.ray_sharding fsdp``: the
-model is sharded with :func:`~mas_trainer.distributed.learners.shard_model` over a fake process
-group of the run's learner ranks). The tracker reports the peak by kind: parameters, gradients,
-optimizer states, activations and temporaries, FSDP's gathered bf16 units.
+and one training step at the run's micro-batch shape runs the learner's own code path under
+``torch.distributed._tools``' ``MemTracker``: the decoder through
+:func:`~mas_trainer.learner.completion_hidden`, log-probs through
+:func:`~mas_trainer.learner.hidden_logprobs` (over vocabulary chunks of
+:data:`~mas_trainer.learner.VOCAB_CHUNK` rows: no ``(B, T, V)`` tensor unless ``rollout.top_p``
+< 1), backward with the run's gradient checkpointing and autocast, gradient clipping and an AdamW
+step whose moments already exist. On ``run.ray_sharding fsdp`` the model is sharded with
+:func:`~mas_trainer.distributed.learners.shard_model` over a fake process group of the run's
+learner ranks and called through its root (``CompletionLM``, what ``FSDPLearner`` calls), under
+``FSDPMemTracker``. The tracker reports the peak by kind: parameters, gradients, optimizer states,
+activations and temporaries, FSDP's gathered bf16 units.
 
 Tracking every layer of an 8B model takes minutes on a CPU, so the step is tracked with 1 and 2
 decoder layers (2 and 3 under FSDP2, whose prefetch makes the first layer differ) and extrapolated
 per layer (every tracked figure is linear in the layer count:
 parameters, gradients and moments per layer, one gradient-checkpoint input per layer; the rest
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
-and backward (peak at the LM head's backward: logits and their gradients) and the optimizer step
+and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
+chunks) and the optimizer step
 (every gradient alive). ``tests/test_plan.py`` checks the extrapolation against a full track.
+
+The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
+:meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
 
 The engine's figures are arithmetic: vLLM takes ``model.engine_memory`` of each card while awake
 (its weights, ``2 N / tp`` bytes in bf16, and the KV cache in the rest) and sleeps during updates

@@ -1016,9 +1016,12 @@ class _ChunkedLogprobs(torch.autograd.Function):
                 z = (hidden @ w.T).float() / t  # (N, c), recomputed
                 # d logp / d z = onehot(y) - softmax(z); times the incoming grad, / t for h W^T
                 dz = -torch.exp(z - lse.unsqueeze(-1)) * grad.unsqueeze(-1)  # (N, c)
+                # + grad at each row's target column when it falls in this block: a scatter, not
+                # boolean indexing (no data-dependent shape: no device sync, and it traces on
+                # fake tensors for --plan)
                 inside = (targets >= start) & (targets < start + z.shape[1])
-                rows = inside.nonzero().squeeze(-1)
-                dz[rows, targets[rows] - start] += grad[rows]
+                local = (targets - start).clamp(0, z.shape[1] - 1).unsqueeze(-1)  # (N, 1)
+                dz.scatter_add_(-1, local, torch.where(inside, grad, 0.0).unsqueeze(-1))
                 dz = (dz / t).to(z.dtype if not enabled else dtype)
                 if grad_h is not None:
                     grad_h += (dz @ w.to(dz.dtype)).float()

@@ -3,22 +3,29 @@ loads, and whether it fits.
 
 The learner's figures are torch's own accounting, not arithmetic: the model is built from its
 config under ``torch._subclasses.FakeTensorMode`` (tensors with shapes and dtypes but no storage),
-and one training step at the run's micro-batch shape (the learner's forward through
-:func:`~mas_trainer.learner.completion_logits`, log-probs through
-:func:`~mas_trainer.at_grpo.token_logprobs`, backward with the run's gradient checkpointing and
-autocast, gradient clipping and an AdamW step whose moments already exist) runs under
-``torch.distributed._tools``' ``MemTracker`` (``FSDPMemTracker`` on ``run.ray_sharding fsdp``: the
-model is sharded with :func:`~mas_trainer.distributed.learners.shard_model` over a fake process
-group of the run's learner ranks). The tracker reports the peak by kind: parameters, gradients,
-optimizer states, activations and temporaries, FSDP's gathered bf16 units.
+and one training step at the run's micro-batch shape runs the learner's own code path under
+``torch.distributed._tools``' ``MemTracker``: the decoder through
+:func:`~mas_trainer.learner.completion_hidden`, log-probs through
+:func:`~mas_trainer.learner.hidden_logprobs` (over vocabulary chunks of
+:data:`~mas_trainer.learner.VOCAB_CHUNK` rows: no ``(B, T, V)`` tensor unless ``rollout.top_p``
+< 1), backward with the run's gradient checkpointing and autocast, gradient clipping and an AdamW
+step whose moments already exist. On ``run.ray_sharding fsdp`` the model is sharded with
+:func:`~mas_trainer.distributed.learners.shard_model` over a fake process group of the run's
+learner ranks and called through its root (``CompletionLM``, what ``FSDPLearner`` calls), under
+``FSDPMemTracker``. The tracker reports the peak by kind: parameters, gradients, optimizer states,
+activations and temporaries, FSDP's gathered bf16 units.
 
 Tracking every layer of an 8B model takes minutes on a CPU, so the step is tracked with 1 and 2
 decoder layers (2 and 3 under FSDP2, whose prefetch makes the first layer differ) and extrapolated
 per layer (every tracked figure is linear in the layer count:
 parameters, gradients and moments per layer, one gradient-checkpoint input per layer; the rest
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
-and backward (peak at the LM head's backward: logits and their gradients) and the optimizer step
+and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
+chunks) and the optimizer step
 (every gradient alive). ``tests/test_plan.py`` checks the extrapolation against a full track.
+
+The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
+:meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
 
 The engine's figures are arithmetic: vLLM takes ``model.engine_memory`` of each card while awake
 (its weights, ``2 N / tp`` bytes in bf16, and the KV cache in the rest) and sleeps during updates
@@ -30,6 +37,7 @@ tool's program and its output).
 from __future__ import annotations
 
 import functools
+import gc
 import json
 import math
 from collections.abc import Iterator
@@ -46,6 +54,7 @@ __all__ = [
     "ModelShape",
     "RunPlan",
     "check_cluster",
+    "checkpoint_bytes",
     "learner_memory",
     "model_shape",
     "plan_run",
@@ -226,10 +235,9 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import Qwen3ForCausalLM
 
-    from mas_trainer.at_grpo import token_logprobs
-    from mas_trainer.learner import completion_logits
+    from mas_trainer.learner import completion_hidden, hidden_logprobs
 
-    micro, prompt, response, dtype, autocast, checkpointing, fsdp = spec
+    micro, prompt, response, dtype, autocast, checkpointing, fsdp, temperature, top_p = spec
     length = prompt + response
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     default = torch.get_default_dtype()
@@ -255,10 +263,21 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
         optimizer = torch.optim.AdamW(model.parameters(), lr=1e-6)
         for p in model.parameters():  # moments exist from the second step on
             p.grad = torch.zeros_like(p)
+        # The step before, untracked: DTensor's first clip_grad_norm_ gathers every gradient
+        # (its sharding strategies are chosen and cached then), which a run's later steps skip.
+        torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
         ids = torch.zeros((micro, length), dtype=torch.long)
         positions = torch.arange(prompt - 1, length - 1).expand(micro, response)
+        targets = ids[:, prompt:]
+
+        def logprobs() -> Any:  # Learner._token_logprobs (FSDPLearner's: the sharded root)
+            if root is not None:
+                return root(ids, positions, targets, temperature, top_p)[0]
+            hidden = completion_hidden(model, ids, positions)
+            head = model.get_output_embeddings()
+            return hidden_logprobs(head, hidden, targets, temperature, top_p)[0]
 
         def new_tracker() -> Any:
             if root is None:
@@ -268,15 +287,17 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
             return FSDPMemTracker(root, optimizer)
 
         phases = {}
+        gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
             compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
             with torch.autocast("cpu", dtype=compute, enabled=cast):
-                logits = (root or functools.partial(completion_logits, model))(ids, positions)
-            loss = -token_logprobs(logits, ids[:, prompt:], 0.6).mean()
+                logp = logprobs()  # (micro, response) fp32
+            loss = -logp.mean()  # the PPO loss is elementwise over these: no larger tensor
             loss.backward()
-            del logits, loss
+            del logp, loss
         phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
+        gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
             torch.nn.utils.clip_grad_norm_(list(model.parameters()), 1.0)
@@ -286,25 +307,33 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
     return phases
 
 
-def _track_logits(shape: ModelShape, micro: int, response: int, autocast: str) -> int:
-    """Peak bytes of the LM head and log-probs of one micro-batch, forward and backward."""
+def _track_logits(
+    shape: ModelShape, micro: int, response: int, spec: tuple[str, str, float, float]
+) -> int:
+    """Peak bytes of the LM head and log-probs of one micro-batch, forward and backward, as the
+    learner runs them (:func:`~mas_trainer.learner.hidden_logprobs`: vocabulary chunks unless
+    top-p < 1): activations and temporaries, not the head's own gradient (counted with the
+    gradients)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
 
-    from mas_trainer.at_grpo import token_logprobs
+    from mas_trainer.learner import hidden_logprobs
 
-    compute = torch.float32 if autocast == "none" else getattr(torch, autocast)
+    dtype, autocast, temperature, top_p = spec
+    compute = getattr(torch, dtype) if autocast == "none" else getattr(torch, autocast)
     with FakeTensorMode(allow_non_fake_inputs=True):
-        head = torch.nn.Linear(shape.hidden, shape.vocab, bias=False, dtype=compute)
+        head = torch.nn.Linear(shape.hidden, shape.vocab, bias=False, dtype=getattr(torch, dtype))
         hidden = torch.zeros((micro, response, shape.hidden), dtype=compute, requires_grad=True)
         targets = torch.zeros((micro, response), dtype=torch.long)
         tracker = MemTracker()
         tracker.track_external(head)
         with tracker:
-            token_logprobs(head(hidden), targets, 0.6).mean().backward()
+            with torch.autocast("cpu", dtype=compute, enabled=autocast != "none"):
+                logp = hidden_logprobs(head, hidden, targets, temperature, top_p)[0]
+            logp.mean().backward()
         peak = _by_kind(tracker.get_tracker_snapshot("peak"))
-    return peak["activations"] + peak["grads"]
+    return peak["activations"]
 
 
 @functools.cache
@@ -319,6 +348,8 @@ def learner_memory(
     checkpointing: bool = True,
     shards: int = 1,
     fsdp: bool | None = None,
+    temperature: float = 1.0,
+    top_p: float = 1.0,
     layers: int | None = None,
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
@@ -334,10 +365,12 @@ def learner_memory(
         shards: FSDP2 ranks the model is sharded over.
         fsdp: Shard with FSDP2 (default: when ``shards > 1``; ``True`` with one shard is FSDP2
             over a group of one, as ``benchmarks/gpu_check.py`` runs it).
+        temperature: Sampling temperature (``rollout.temperature``; the learner scores at it).
+        top_p: Sampling top-p (``rollout.top_p``): below 1 the learner builds the whole logits.
         layers: Track this many layers whole instead of extrapolating from 1 and 2 (a check).
     """
     fsdp = shards > 1 if fsdp is None else fsdp
-    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, fsdp)
+    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, fsdp, temperature, top_p)
     # FSDP2 prefetches the next layer's all-gather: from 2 layers on, one more layer adds the
     # same bytes (1 -> 2 does not), so a sharded model is tracked at 2 and 3 layers.
     a, b = (2, 3) if fsdp else (1, 2)
@@ -364,7 +397,10 @@ def learner_memory(
         optimizer=top["optimizer"],
         activations=top["activations"],
         # Alive at the backward phase's peak; none at the optimizer step's.
-        logits=min(_track_logits(shape, micro_batch, response, autocast), top["activations"]),
+        logits=min(
+            _track_logits(shape, micro_batch, response, (dtype, autocast, temperature, top_p)),
+            top["activations"],
+        ),
         peak=top["peak"],
     )
 
@@ -479,6 +515,8 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
             autocast=cfg.model.autocast,
             checkpointing=cfg.model.gradient_checkpointing,
             shards=shards,
+            temperature=cfg.rollout.temperature,
+            top_p=cfg.rollout.top_p,
         )
     weights = learner.weights if learner else bytes_per * n // shards
     optimizer = learner.optimizer if learner else 0
@@ -572,9 +610,31 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     from mas_trainer.outputs import KEEP_CHECKPOINTS
 
     kept = KEEP_CHECKPOINTS + (1 if cfg.eval.select_every else 0)
-    per_ckpt = len(names) * n * (bytes_per + (8 if cfg.optim.steps else 0))
+    reference = cfg.algo.kl_coef > 0 and cfg.algo.policy_map != "per_role_lora"
+    per_ckpt = len(names) * checkpoint_bytes(shape, cfg.model.dtype, reference=reference)
     disk = kept * per_ckpt if trains else 0
     return RunPlan(cfg.preset, gpu_gib, gpus, count, disk, notes, problems)
+
+
+def checkpoint_bytes(shape: ModelShape, dtype: str, *, reference: bool = False) -> int:
+    """Disk bytes one policy takes in a checkpoint (``checkpoints/step-N/``), as
+    :func:`~mas_trainer.policy.save_checkpoint` writes it: the Hugging Face export of its weights
+    (``<policy>/``, in the masters' dtype ``dtype``) and :meth:`~mas_trainer.learner.Learner.save`'s
+    torch distributed checkpoint (``learner-<policy>/``: master weights, AdamW's two moments in
+    the same dtype, the KL reference's state dict when the learner keeps one, every rank its own
+    shards, which sum to the whole). Tokenizer files, ``state.pt`` and the checkpoint metadata add
+    megabytes (``tests/test_plan.py`` compares this with a real save).
+
+    Args:
+        shape: The model.
+        dtype: Master weights' dtype (``model.dtype``).
+        reference: The learner keeps its own KL reference (``algo.kl_coef > 0``, not LoRA).
+    """
+    size = {"float32": 4, "bfloat16": 2, "float16": 2}[dtype]
+    n = shape.params
+    # A reference's state dict names tied embeddings twice (input and output), each written.
+    ref = n + (shape.vocab * shape.hidden if shape.tied else 0) if reference else 0
+    return size * (n + 3 * n + ref)  # HF export; DCP: masters + two moments (+ reference)
 
 
 def _advice(

@@ -173,11 +173,10 @@ untrained rows evaluate the base model only (``optim.steps 0``: held-out success
 row's number); they run on one GPU whatever the size (one engine, not tensor-parallel)."""
 
 PAPER_SCALE: dict[str, Preset] = {
-    # One 80 GB GPU. Micro-batches of 2: the per-role rows hold two learners on the card, and
-    # with 4 their update peaks at ~90 GiB (the logits of 4 x 4096 x 151,936 alone take 37 GiB;
-    # `mas-train plan-path-qwen3-1.7b --plan`). The shared rows use the same, so each variant
-    # stays one flag away from the other (micro-batches change no number the algorithm sees).
-    "1.7b": {"model": {"engine_batch_size": 256}, "optim": {"micro_batch_size": 2}},
+    # One 80 GB GPU. Micro-batches of 4: the per-role rows hold two learners on the card; the
+    # learner's log-probs run over vocabulary chunks (no 4 x 4096 x 151,936 logits tensor), so
+    # their update peaks at ~54 GiB (`mas-train plan-path-qwen3-1.7b --plan`).
+    "1.7b": {"model": {"engine_batch_size": 256}, "optim": {"micro_batch_size": 4}},
     # A full fine-tune of 8B is 16 bytes/parameter = 131 GB per policy: FSDP2 over the 4 GPUs of
     # each policy's Ray pool (33 GB each), vLLM tensor-parallel over 2 of them (the paper's TP).
     "8b": {

@@ -1,6 +1,6 @@
 """Scale-out on Ray (``mas-train --run.backend ray``): policies and env workers as Ray actors.
 
-Layout (DESIGN.md section 4, the paper's system):
+Layout (docs/scale_out.md; the paper's system):
 
 * **One resource pool per policy** (a Ray placement group): the policy's rollout actor
   (:class:`~mas_trainer.distributed.actors.EngineActorBody`, a transformers or vLLM engine) and

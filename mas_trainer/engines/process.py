@@ -1,7 +1,7 @@
 """Engines in processes of their own, behind the same :class:`~mas_trainer.engines.Engine` protocol.
 
 vLLM's sleep mode keeps one ``CuMemAllocator`` per process, so a second sleep-mode ``vllm.LLM`` in
-one process fails an assert (DESIGN.md section 5): every policy's vLLM engine runs in its own
+one process fails an assert (docs/scale_out.md): every policy's vLLM engine runs in its own
 worker process (as verl and OpenRLHF run theirs). :class:`EngineProcess` starts the worker
 (``spawn``), builds the engines there with a picklable builder (e.g. :func:`functools.partial` of
 :func:`mas_trainer.engines.vllm.start_vllm_engines`) and serves method calls over a pipe;

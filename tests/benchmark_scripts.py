@@ -8,7 +8,9 @@ from pathlib import Path
 from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[1]
-FOLDERS = (ROOT / "benchmarks", ROOT / "experiments")
+BENCHMARKS = ROOT / "benchmarks"
+EXPERIMENTS = ROOT / "experiments"
+FOLDERS = (BENCHMARKS, EXPERIMENTS)
 """Speed benchmarks, and the experiments behind the results pages."""
 
 

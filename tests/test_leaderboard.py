@@ -209,7 +209,7 @@ def test_seed_entries_exist_for_every_board():
     for board in (b for b in BOARDS.values() if not b.data):
         names = {p.name for p in (ROOT / "results" / board.slug).iterdir()}
         assert {"random.json.gz", "oracle.json.gz"} <= names, board.env_id
-    assert sum(p.stat().st_size for p in SEED_FILES) < 400_000  # the repo stays small
+    assert sum(p.stat().st_size for p in SEED_FILES) < 600_000  # the repo stays small
 
 
 @pytest.mark.parametrize("path", SEED_FILES, ids=lambda p: f"{p.parent.name}/{p.name}")

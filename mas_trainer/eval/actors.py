@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from mas_envs.base import NoOracleError, TextEnv
 from mas_trainer.engines import SamplingParams
 from mas_trainer.outputs import find_run
 
@@ -71,9 +72,18 @@ def reference_actor(kind: str, seed: int) -> Actor:
     """``oracle`` (the solver) or ``random`` (one generator per episode, seeded by its index)."""
     rngs: dict[int, np.random.Generator] = {}
 
+    def oracle(env: TextEnv, agent: str) -> str:
+        try:
+            return env.oracle_action(agent)
+        except NoOracleError:
+            # The task has no answer for this agent that hidden data does not give away (a code
+            # tester without a public example): it passes its turn with an empty answer, and the
+            # episode is scored on what the other agents' answers earn.
+            return ""
+
     def act(items: list[Item]) -> list[str]:
         if kind == "oracle":
-            return [env.oracle_action(agent) for _, env, agent, _ in items]
+            return [oracle(env, agent) for _, env, agent, _ in items]
         out = []
         for i, env, agent, _ in items:
             rng = rngs.setdefault(i, np.random.default_rng([seed, i]))

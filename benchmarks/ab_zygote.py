@@ -32,7 +32,7 @@ from typing import Any
 
 from profile_pool_run import zygote_cpu_s
 
-from mas_envs.sandbox import Job, pool, run_many, run_python, runner
+from mas_envs.sandbox import Job, entry, pool, run_many, run_python
 
 CODE = "print(sum(range(1000)))"
 EXPECTED = "499500\n"
@@ -76,7 +76,7 @@ def _round(version: tuple[Any, str], runs: int, workers: int) -> tuple[float, fl
     module, source = version
     for other in _POOLS:
         other.shutdown()
-    runner.warm_run = module.run
+    entry.pool = module  # the entry point sends warm runs to this version's pool
     module.zygote_source = lambda: source
     assert run_python(CODE).stdout == EXPECTED  # start the pool outside the timings
     time.sleep(0.3)  # and let it get its runs ready
@@ -114,7 +114,6 @@ def main() -> None:
             _POOLS.append(sources[name][0])
         else:
             sources[name] = (pool, _source(spec))
-    runner.warm_run = pool.run  # loading another pool module made it that one's
     for module in _POOLS:
         module._WORKER_CAPS = (*module._WORKER_CAPS, *args.caps)
     lat: dict[str, list[float]] = {name: [] for name in sources}

@@ -59,7 +59,7 @@ def _patched(source: str, after: list[tuple[str, str]]) -> str:
 ZYGOTE = [
     ("        msg, fds = _recv(chan, 5)\n", "C1_recv"),  # (goes to the worker's stderr)
     ("        job = _read_spec(spec_fd)\n", "C2_spec"),
-    ('        _LAUNCHER["_setup"](job)  # type: ignore[operator]\n', "C3_setup"),
+    ('        _LAUNCHER["setup"](job)  # type: ignore[operator]\n', "C3_setup"),
     ("        code = _exit_status(exc)\n", "C4a_program"),
     ("        code = 0\n", "C4a_program"),
     ("    atexit._run_exitfuncs()\n", "C4b_atexit"),

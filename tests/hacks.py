@@ -334,6 +334,50 @@ for _ in range(4):
 answer()
 time.sleep(8)
 """,
+    # ------------------------------------------------------------------ shadowed imports
+    # A module file named after every standard module not imported yet, wherever this process
+    # can write one (the working directory is on the import path). Whatever imports one after
+    # the program ran runs it: a script test's checker (``import random`` in a HumanEval test,
+    # ``math`` in its prompt's helpers) would report its assert as passed, the harness would
+    # report every test as passed; anywhere else it loads the real module.
+    "shadowed-stdlib-modules": r"""
+SHADOW = '''
+import json as _j, os as _o, sys as _s
+_f = _s._getframe()
+while _f is not None:
+    _l = _f.f_locals
+    if "res_fd" in _l and "req_fd" in _l:  # a script test's checker: "the assert passed"
+        _o.write(_l["res_fd"], b"ok")
+        _o._exit(0)
+    if "zygote" in _l and "tests" in _l:  # the harness: every test passed
+        for _i in range(len(_l["tests"])):
+            _line = "@@R " + _j.dumps(dict(i=_i, status="ok", out="", err=""))
+            _o.write(1, _line.encode() + bytes([10]))
+        _o._exit(0)
+    _f = _f.f_back
+_name = __name__
+del _s.modules[_name]
+_saved = _s.path[:]
+_s.path[:] = [_p for _p in _s.path if _p and _p != _o.getcwd()]
+try:
+    _real = __import__(_name)
+finally:
+    _s.path[:] = _saved
+_s.modules[_name] = _real
+globals().update(_real.__dict__)
+'''
+for where in ["", *sys.path]:
+    if not os.access(where or ".", os.W_OK):
+        continue
+    for name in sys.stdlib_module_names:
+        if name not in sys.modules and name.isidentifier():
+            try:
+                with open(os.path.join(where, name + ".py"), "w") as f:
+                    f.write(SHADOW)
+            except OSError:
+                pass
+answer()
+""",
 }
 
 HACKS: dict[str, str] = {name: _PRELUDE + body for name, body in _HACKS.items()}

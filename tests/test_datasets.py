@@ -97,7 +97,7 @@ def test_every_data_set_has_a_fixture_and_the_paper_splits(prepared):
         "livecodebench": {"test": 2},  # release v6: test6.jsonl only
         "polaris": {"train": 3},
         "dapo": {"train": 2},
-        "aime-1983-2024": {"train": 2},
+        "aime-1983-2024": {"train": 3},
         "aime24": {"test": 3},
         "aime25": {"test": 3},
         "olympiadbench": {"test": 3},  # OE_TO_maths_en_COMP only
@@ -591,7 +591,7 @@ def test_csv_row_with_extra_cells(tmp_path):
     raw = _copy("aime-1983-2024", tmp_path)
     path = raw / "AIME_Dataset_1983_2024.csv"
     path.write_text(path.read_text() + "1990-1,1990,1,What is 2+2?,4,,oops\n")
-    with pytest.raises(ProblemFileError, match="record 4: 7 cells for 6 header columns"):
+    with pytest.raises(ProblemFileError, match="record 5: 7 cells for 6 header columns"):
         prepare("aime-1983-2024", raw, tmp_path / "out")
 
 
@@ -700,5 +700,33 @@ def test_validation_held_out_from_a_training_only_set(prepared, tmp_path):
     assert again.manifest["splits"]["validation"]["problems"] == 1
     with pytest.raises(DatasetError, match="has a validation split of its own"):
         prepare("codecontests", FIX / "codecontests", tmp_path / "x", Options(validation=1))
-    with pytest.raises(DatasetError, match="has only 3 training problems"):
+    with pytest.raises(DatasetError, match="has only 4 training problems"):
         prepare("aime-1983-2024", FIX / "aime-1983-2024", tmp_path / "x", Options(validation=5))
+
+
+def test_an_aime_answer_naming_two_accepted_answers_grades_each_right(prepared, tmp_path):
+    """AIME 1983-2024 keeps 2022 II problem 8's answer as ``080 or 081 (both were accepted)``:
+    80 and 81 are both right, from the publisher's file and from the prepared one; 82 is not."""
+    raw = {p.id: p for p in math_loaders.load_problems(FIX / "aime-1983-2024", "aime")}
+    path = prepared / "aime-1983-2024" / "train.jsonl"
+    problems = {p.id: p for p in math_loaders.load_problems(path)}
+    p = problems["aime-1983-2024/2022-II-8"]
+    assert (p.answer, p.also_accepted) == ("080", ("081",))
+    assert raw["aime/aime-1983-2024/2022-II-8"].accepted == ("080", "081")
+    assert problems["aime-1983-2024/1983-1"].also_accepted == ()
+    env = mas_envs.make("mas/Math-v0", problems={"train": path}, split="train")
+    for given, right in (("80", True), ("081", True), ("82", False), ("80 or 81", False)):
+        env.reset(options={"problem_id": p.id})
+        env.step(f"```python\nprint({given!r})\n```")
+        assert env.infos["tool"]["correct"] is right, given
+        env.step(f"So \\boxed{{{given}}}")
+        assert env.infos["reasoner"]["correct"] is right and env.success is right, given
+    env.reset(options={"problem_id": p.id})
+    rng = __import__("numpy").random.default_rng(0)
+    for _ in range(50):  # a random (wrong) answer is neither 80 nor 81
+        assert not env._right(env.random_action(rng, "reasoner").split("{")[-1].rstrip("}"))
+    bad = tmp_path / "bad.jsonl"
+    rec = {**math_loaders.problem_to_record(p), "also_accepted": "081"}
+    bad.write_text(json.dumps(rec) + "\n")
+    with pytest.raises(ProblemFileError, match="field 'also_accepted': expected a list"):
+        math_loaders.load_problems(bad)

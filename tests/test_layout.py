@@ -202,3 +202,124 @@ def test_engines_know_nothing_of_policies_learners_or_the_config():
     }
     assert "mas_trainer.engines.process" in graph
     assert found == set()
+
+
+INTERPRETER_STATE = {f"sys.{n}" for n in ("argv", "modules", "path", "path_importer_cache")} | {
+    f"sys.{n}" for n in ("stdin", "stdout", "stderr")
+}
+"""The one exception to "no module assigns into another": the ``sys`` attributes the Python
+documentation names as the running interpreter's settable state. Only the sandbox's own launcher,
+zygote and harness set them, inside the sandboxed interpreter, to give the program a fresh
+start's ``argv``/``path``/``modules`` and its own standard streams; no project module's
+behaviour changes behind its reader's back."""
+
+
+def _module_names(tree: ast.Module, name: str, path: Path, modules: dict[str, Path]) -> dict:
+    """Local name -> the module it is bound to by an import in this file: every ``import x`` /
+    ``import x.y as z`` (project module or not), and ``from pkg import module`` of a project
+    module."""
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    bound = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bound[a.asname] = a.name
+                else:
+                    top = a.name.partition(".")[0]
+                    bound[top] = top
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, base] if base else anchor)
+            for a in node.names:
+                if f"{base}.{a.name}" in modules:
+                    bound[a.asname or a.name] = f"{base}.{a.name}"
+    return bound
+
+
+def _reaches(root: Path, packages: tuple[str, ...] = PACKAGES) -> tuple[list[str], list[str]]:
+    """``(assignments into other modules, uses of other project modules' private names)``, as
+    ``path:line: what`` strings, found anywhere in the modules' source (module level or in a
+    function: a module patched at run time is as hidden from its reader as one patched at
+    import)."""
+    modules = _modules(root, packages)
+    assigns, private = [], []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        bound = _module_names(tree, name, path, modules)
+        where = path.relative_to(root)
+
+        def module_of(node: ast.AST, bound: dict = bound) -> str | None:
+            return bound.get(node.id) if isinstance(node, ast.Name) else None
+
+        for node in ast.walk(tree):
+            targets: list[ast.AST] = []
+            if isinstance(node, (ast.Assign, ast.Delete)):
+                targets = list(node.targets)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id in ("setattr", "delattr")
+                and node.args
+            ):
+                targets = [ast.Attribute(value=node.args[0], attr="?", lineno=node.lineno)]
+            while targets:
+                t = targets.pop()
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    targets += t.elts
+                elif isinstance(t, ast.Starred):
+                    targets.append(t.value)
+                elif isinstance(t, ast.Attribute) and module_of(t.value):
+                    target = f"{module_of(t.value)}.{t.attr}"
+                    if target not in INTERPRETER_STATE:
+                        assigns.append(f"{where}:{node.lineno}: {target} =")
+            if (
+                isinstance(node, ast.Attribute)
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and module_of(node.value) in modules
+                and module_of(node.value) != name
+            ):
+                private.append(f"{where}:{node.lineno}: {module_of(node.value)}.{node.attr}")
+    return sorted(assigns), sorted(private)
+
+
+def test_no_module_assigns_into_another_module():
+    """A module that sets another module's attribute (``runner.warm_run = run`` at import)
+    changes what that module does where its reader cannot see it."""
+    assigns, _ = _reaches(REPO)
+    assert assigns == []
+
+
+def test_no_module_uses_another_modules_private_names():
+    """``runner._collect(...)`` from another module: a private name is private to its module;
+    what two modules share gets a public name."""
+    _, private = _reaches(REPO)
+    assert private == []
+
+
+def test_the_reach_checks_find_patches_and_private_uses(tmp_path):
+    pkg = tmp_path / "mas_envs"
+    (pkg / "sandbox").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sandbox" / "__init__.py").write_text("")
+    (pkg / "sandbox" / "runner.py").write_text("warm_run = None\ndef _collect():\n    pass\n")
+    (pkg / "sandbox" / "pool.py").write_text(
+        "import os\nfrom mas_envs.sandbox import runner\nfrom . import runner as r\n"
+        "def run():\n    return runner._collect()\n"
+        "runner.warm_run = run\nsetattr(r, 'warm_run', run)\nos.environ_copy = {}\n"
+        "def _own():\n    return os._exit, r.__name__\n"
+    )
+    assigns, private = _reaches(tmp_path, ("mas_envs",))
+    assert assigns == [
+        "mas_envs/sandbox/pool.py:6: mas_envs.sandbox.runner.warm_run =",
+        "mas_envs/sandbox/pool.py:7: mas_envs.sandbox.runner.? =",
+        "mas_envs/sandbox/pool.py:8: os.environ_copy =",
+    ]
+    assert private == ["mas_envs/sandbox/pool.py:5: mas_envs.sandbox.runner._collect"]

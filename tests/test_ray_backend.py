@@ -528,7 +528,7 @@ class _PoolProbeEnvWorker:
             "size": pool.size(),
             "ray_cpus": pool.ray_cpus(),
             "isolation": runner.isolation(),
-            "supported": pool.supports(runner._mode()),
+            "supported": pool.supports(runner.current_mode()),
         }
 
 

@@ -65,7 +65,7 @@ def _own_cgroups() -> list[str]:
     left = []
     for controller in cgroup.CONTROLLERS:
         try:
-            parent = cgroup._parent_dir(controller)
+            parent = cgroup.parent_dir(controller)
             names = os.listdir(parent)
         except OSError:
             continue
@@ -206,7 +206,7 @@ print(made, flush=True)
 
 
 def test_fork_bomb_is_bounded_and_cleaned_up():
-    if not runner._mode().limits_processes:
+    if not runner.current_mode().limits_processes:
         pytest.skip("this isolation does not limit processes")
     mark = _marker()
     res = run_python(f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20)
@@ -226,7 +226,7 @@ def test_each_process_limit_holds_on_its_own(layer):
         bwrap=modes.find_bwrap(), drop_uid=layer == "uid", userns=False, cgroup=layer == "cgroup"
     )
     mark = _marker()
-    res = runner._execute(mode, Job(code=f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20))
+    res = runner.run_cold(mode, Job(code=f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20))
     assert res.verdict == Verdict.ok, res.stderr
     assert 1 <= int(res.stdout) < MAX_PROCESSES
     assert _survivors(mark) == []
@@ -267,7 +267,7 @@ raise SystemExit(1 if any(codes) else 0)
 
 
 def test_memory_of_the_whole_process_tree_is_limited():
-    if not runner._mode().cgroup:
+    if not runner.current_mode().cgroup:
         pytest.skip("needs a memory cgroup; per-process RLIMIT_AS cannot limit a tree")
     res = run_python(FORKED_MEMORY_BOMB, memory_mb=256, timeout_s=20)
     # 4 x 192 MiB does not fit in 256 MiB: the OOM killer stops some children.
@@ -597,7 +597,7 @@ def test_a_broken_seccomp_filter_falls_back_to_bubblewrap_without_it(monkeypatch
 
 def test_a_failing_sandbox_is_reported_not_raised():
     broken = modes.Mode(bwrap="/bin/false", drop_uid=False, userns=False, cgroup=False)
-    res = runner._execute(broken, Job(code="print(1)"))
+    res = runner.run_cold(broken, Job(code="print(1)"))
     assert res.verdict == Verdict.sandbox_error
     assert res.exit_code is None
     assert "before the program started" in res.stderr
@@ -652,7 +652,7 @@ def test_fallback_still_limits_and_cleans_up(fallback, monkeypatch):
 
 
 def test_fallback_fork_bomb_is_bounded_where_processes_are_limited(fallback):
-    if not runner._mode().limits_processes:
+    if not runner.current_mode().limits_processes:
         pytest.skip(f"{fallback} as root cannot limit processes (the warning says so)")
     mark = _marker()
     res = run_python(f"MARK = {mark!r}\n{FORK_BOMB}", timeout_s=20)
@@ -666,7 +666,7 @@ def test_a_sandbox_that_hangs_at_start_up_is_stopped(monkeypatch):
     monkeypatch.setattr(modes, "bwrap_command", lambda *args: hang)
     monkeypatch.setattr(runner, "STARTUP_GRACE_S", 0.5)
     mode = modes.Mode(bwrap="/usr/bin/bwrap", drop_uid=False, userns=False, cgroup=False)
-    res = runner._execute(mode, Job(code="print(1)", timeout_s=0.5))
+    res = runner.run_cold(mode, Job(code="print(1)", timeout_s=0.5))
     assert res.verdict == Verdict.sandbox_error
     assert "did not start" in res.stderr
     assert res.wall_s < 10
@@ -830,7 +830,7 @@ print(json.dumps([r.stdout.strip() for r in results]))
 def test_concurrent_runs_of_two_processes_never_share_a_uid():
     # Two workers whose pids differ by 100000 (as on a long-running machine) run three
     # programs each, all at the same time: six distinct uids.
-    if not runner._mode().drop_uid:
+    if not runner.current_mode().drop_uid:
         pytest.skip(f"no per-run uid here ({isolation()})")
     import json
     import subprocess

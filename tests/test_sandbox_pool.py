@@ -29,6 +29,7 @@ import pytest
 from test_sandbox import _marker, _survivors
 
 from mas_envs.sandbox import (
+    ExecResult,
     Job,
     Verdict,
     cgroup,
@@ -44,7 +45,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:mas_envs.sandbox:RuntimeWarning"
 
 
 def _pool_works_here() -> bool:
-    return pool.supports(runner._mode())
+    return pool.supports(runner.current_mode())
 
 
 needs_pool = pytest.mark.skipif(
@@ -64,7 +65,7 @@ def one_worker(monkeypatch):
 
 
 def _cold(job: Job):
-    return runner._execute(runner._mode(), job)
+    return runner.run_cold(runner.current_mode(), job)
 
 
 def _comparable(res) -> tuple:
@@ -546,12 +547,29 @@ def test_a_pool_that_cannot_start_warns_and_runs_go_cold(monkeypatch):
     monkeypatch.setattr(pool, "_off", None)
 
 
+def test_the_entry_point_asks_the_pool_first_and_runs_cold_when_it_cannot_serve(monkeypatch):
+    """``entry.run_one`` is the one place that chooses: the pool while it is wanted, else cold;
+    a pool that gives up on a job (``None``) sends it cold too."""
+    warm = ExecResult(Verdict.ok, 0, "warm\n", "", 0.0)
+    asked = []
+    monkeypatch.setattr(pool, "wanted", lambda mode: True)
+    monkeypatch.setattr(pool, "run", lambda mode, job: asked.append(job.code) or warm)
+    assert run_python("print(1)") is warm and asked == ["print(1)"]
+    monkeypatch.setattr(pool, "run", lambda mode, job: asked.append(job.code))
+    assert run_python("print(2)").stdout == "2\n" and asked[-1] == "print(2)"
+    monkeypatch.setattr(pool, "wanted", lambda mode: False)
+    monkeypatch.setattr(pool, "run", lambda mode, job: pytest.fail("the pool asked when unwanted"))
+    assert [r.stdout for r in run_many([Job(code="print(3)"), Job(code="print(4)")])] == [
+        "3\n",
+        "4\n",
+    ]
+
+
 def test_the_switch(monkeypatch):
     monkeypatch.setenv(pool.ENV_VAR, "off")
-    assert pool.size() == 0 and not pool.wanted(runner._mode())
+    assert pool.size() == 0 and not pool.wanted(runner.current_mode())
     monkeypatch.setattr(pool, "_get", lambda *a: pytest.fail("a pool with MAS_SANDBOX_POOL=off"))
     assert run_python("print(7)").stdout == "7\n"
-    assert runner.warm_run is pool.run  # and otherwise, run_python asks the pool first
     monkeypatch.setenv(pool.ENV_VAR, "3")
     assert pool.size() == 3
     monkeypatch.setenv(pool.ENV_VAR, "auto")  # sized to the CPUs this process may use
@@ -630,7 +648,7 @@ def _pool_cgroups(owner: int) -> list[str]:
     found = []
     for controller in cgroup.CONTROLLERS:
         try:
-            parent = cgroup._parent_dir(controller)
+            parent = cgroup.parent_dir(controller)
         except OSError:
             continue
         found += [n for n in os.listdir(parent) if n.startswith(f"{cgroup.PREFIX}{owner}-")]

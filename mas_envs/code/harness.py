@@ -118,6 +118,7 @@ def _child(code: Any, kind: str, data_fd: int, res_fd: int, spec: dict[str, Any]
         # call input: read, then closed, before the program runs.
         text = _read_all(data_fd).decode("utf-8", "replace")
         os.close(data_fd)
+        sys.path[:] = _PROGRAM_PATH or sys.path
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
@@ -325,6 +326,7 @@ def _script_child(code: Any, data_fd: int, res_fd: int, spec: dict[str, Any]) ->
         _checker(spec, data_fd, res_fd, req_w, rep_r)
     for fd in (data_fd, res_fd, req_w, rep_r):
         os.close(fd)
+    sys.path[:] = _PROGRAM_PATH or sys.path  # the checker keeps the read-only path
     status = 0
     try:
         sys.stdin = open(0, encoding="utf-8", errors="replace", closefd=False)  # noqa: SIM115
@@ -581,6 +583,32 @@ def _private_dirs() -> list[str]:
     return [cwd]
 
 
+_PROGRAM_PATH: list[str] = []
+"""The import path the program's process gets: the interpreter's own, the working directory
+first, as in any run (the harness's processes import only from :func:`_read_only_path`)."""
+
+
+def _writable(path: str) -> bool:
+    """Whether this uid could put a module at ``path``: it, or where it would be created."""
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return False
+        path = parent
+    return os.access(path, os.W_OK)
+
+
+def _read_only_path() -> list[str]:
+    """``sys.path`` less every entry a program could write a module into (``""``: the working
+    directory, ``/tmp``, anything missing under a writable directory). The harness, the zygote
+    and a script test's checker import lazily (``import random`` in a test, ``math`` in a
+    HumanEval prompt's helper, the standard library's own lazy imports) after the program has
+    run: from the working directory, a ``random.py`` the program wrote would run inside the
+    checker, where the verdict is made."""
+    return [p for p in sys.path if p and os.path.isabs(p) and not _writable(p)]
+
+
 def _harden() -> None:
     """Make this process unreadable by the tests (not dumpable) and their orphans' reaper."""
     try:
@@ -710,6 +738,8 @@ def main() -> None:
             emit(MARK + json.dumps({"i": i, "status": "error", "out": "", "err": msg}) + "\n")
         return
     _harden()
+    _PROGRAM_PATH[:] = sys.path
+    sys.path[:] = _read_only_path()  # for this process, the zygote and every checker
     dirs = _private_dirs()
     for path in dirs:
         _empty(path)

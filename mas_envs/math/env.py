@@ -379,7 +379,7 @@ class MathEnv(TextEnv):
         answer = run.answer
         tool = self._tool = ToolTurn(self.turn, parsed.value, run, answer)
         self._log("tool", prompts.printed(tool))
-        correct = answer is not None and answers_equal(self.problem.answer, answer)
+        correct = answer is not None and self._right(answer)
         if run.verdict == "sandbox_error":
             local, reason = 0.0, f"the sandbox failed, not the program: {run.error[-200:]}"
         elif run.verdict != "ok":
@@ -398,7 +398,6 @@ class MathEnv(TextEnv):
 
     def _apply_reasoner(self, agent: str, text: str) -> Outcome:
         assert self.problem is not None
-        gold = self.problem.answer
         parsed = prompts.parse_answer(text)
         answer = parsed.value
         if answer is None:
@@ -409,11 +408,11 @@ class MathEnv(TextEnv):
             answers = list(self._answers)
             answers[self._index[agent]] = answer
             self._answers = tuple(answers)
-            correct = answers_equal(gold, answer)
+            correct = self._right(answer)
             local = 1.0 if correct else 0.0
             self._log(agent, prompts.answered(answer))
             team = self._team = majority_answer(self._answers)
-            self._team_correct = team is not None and answers_equal(gold, team)
+            self._team_correct = team is not None and self._right(team)
         done = False
         if self.mode == "single":
             done = answer is not None
@@ -503,6 +502,12 @@ class MathEnv(TextEnv):
         )
         return "\n".join(lines)
 
+    def _right(self, answer: str) -> bool:
+        """Whether ``answer`` equals one the problem accepts (its ground truth, or another its
+        source accepted as well)."""
+        assert self.problem is not None
+        return any(answers_equal(gold, answer) for gold in self.problem.accepted)
+
     # ------------------------------------------------------------------ reference policies
 
     def oracle_action(self, agent: str | None = None) -> str:
@@ -520,7 +525,7 @@ class MathEnv(TextEnv):
         agent = agent or self.agent_selection
         assert self.problem is not None, "call reset() first"
         guess = int(rng.integers(-1000, 1000))
-        while answers_equal(self.problem.answer, str(guess)):
+        while self._right(str(guess)):
             guess += 1
         if agent == "tool":
             return f"```python\nprint({guess})\n```"

@@ -11,7 +11,8 @@ No dataset ships with mas-rl (none is on PyPI); point ``problems=`` at your loca
 * ``aime``: jsonl or csv; ``Problem`` or ``problem``; ``Answer`` or ``answer``; id = ``ID`` or
   ``id``, else the line number.
 * ``aime`` also reads the other AIME layouts: ``Question`` (AIME 1983-2024) or ``question``
-  (opencompass/AIME2025) for the problem.
+  (opencompass/AIME2025) for the problem. An answer naming several accepted integers (AIME
+  1983-2024's ``080 or 081 (both were accepted)``) grades each of them right.
 * ``olympiadbench``: jsonl; ``question``; ``final_answer`` = a list of answers (joined by
   ``", "``, ``$`` stripped); id = ``id``.
 * ``dapo``: DAPO-Math-17k's verl layout: ``prompt`` = a list of chat messages whose user message
@@ -277,11 +278,19 @@ def _math(rec: dict[str, Any], head: str, rid: str, where: str) -> Problem:
     return Problem(pid, question, answer, "math", topic=topic, level=int(m.group()) if m else 0)
 
 
+_SEVERAL = re.compile(r"(\d+(?:\s*(?:,|\bor\b)\s*\d+)+)\s*(?:\([^()]*\))?")
+"""An AIME answer naming several accepted integers: ``080 or 081 (both were accepted)``."""
+
+
 def _aime(rec: dict[str, Any], head: str, rid: str, where: str) -> Problem:
     question = _field(rec, ("Problem", "problem", "Question", "question"), where)
-    answer = _field(rec, ("Answer", "answer"), where)
+    answer = _field(rec, ("Answer", "answer"), where).strip("$ ")
     pid = f"{head}/{_own_id(rec, ('ID', 'id'), rid)}"
-    return Problem(pid, question, answer.strip("$ "), "aime")
+    several = _SEVERAL.fullmatch(answer)
+    if several:
+        first, *others = re.findall(r"\d+", several.group(1))
+        return Problem(pid, question, first, "aime", also_accepted=tuple(others))
+    return Problem(pid, question, answer, "aime")
 
 
 def _olympiadbench(rec: dict[str, Any], head: str, rid: str, where: str) -> Problem:
@@ -366,6 +375,7 @@ def problem_to_record(p: Problem) -> dict[str, Any]:
         "answer": p.answer,
         "solution": p.solution,
         "code": p.code,
+        **({"also_accepted": list(p.also_accepted)} if p.also_accepted else {}),
     }
 
 
@@ -387,6 +397,12 @@ def _prepared(rec: dict[str, Any], head: str, rid: str, where: str) -> Problem:
         raise ProblemFileError(f"{where}: field 'level': expected an integer")
     if not text["id"]:
         raise ProblemFileError(f"{where}: field 'id' is missing or empty")
+    also = rec.get("also_accepted", [])
+    if not isinstance(also, list) or not all(isinstance(a, str) and a.strip() for a in also):
+        raise ProblemFileError(
+            f"{where}: field 'also_accepted': expected a list of non-empty answers, "
+            f"got {also!r:.80}"
+        )
     return Problem(
         text["id"],
         _field(rec, ("question",), where),
@@ -397,6 +413,7 @@ def _prepared(rec: dict[str, Any], head: str, rid: str, where: str) -> Problem:
         solution=text["solution"],
         code=text["code"],
         split=split,
+        also_accepted=tuple(also),
     )
 
 

@@ -16,6 +16,8 @@ class Problem:
             same problem), ``"<source>/<file>/<record id>"`` for problems read from files.
         question: The statement shown to the agents (LaTeX inside ``$...$``).
         answer: The ground-truth final answer (LaTeX, no ``\\boxed``); never shown to agents.
+        also_accepted: Other answers graded right too, when the source accepted more than one
+            (AIME 2022 II problem 8: ``080 or 081``); usually empty.
         source: ``"generated"``, ``"gsm8k"``, ``"math"``, ``"aime"`` or ``"olympiadbench"``.
         topic: The generator's topic, or the dataset's subject/type when it has one.
         level: Difficulty 1 (easiest) to 5 when known, else 0.
@@ -35,3 +37,9 @@ class Problem:
     solution: str = ""
     code: str = ""
     split: str | None = None
+    also_accepted: tuple[str, ...] = ()
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """Every answer graded right: :attr:`answer` first, then :attr:`also_accepted`."""
+        return (self.answer, *self.also_accepted)

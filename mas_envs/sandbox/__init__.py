@@ -16,20 +16,14 @@ and output. See ``docs/sandbox.md`` for what is and is not isolated in each mode
 Where the sandbox runs as root with bubblewrap and cgroups, programs go through a warm pool
 (:mod:`mas_envs.sandbox.pool`): each starts as a fresh fork of a zygote, with the same isolation,
 in a few milliseconds instead of tens; ``MAS_SANDBOX_POOL=off`` runs every program cold.
+:mod:`mas_envs.sandbox.entry` is where each program goes warm or cold.
 
 Importing this package is cheap (standard library only); nothing starts until the first run.
 """
 
-from mas_envs.sandbox import pool  # noqa: F401 - puts the warm pool in front of cold runs
+from mas_envs.sandbox.entry import run_many, run_python
 from mas_envs.sandbox.result import ExecResult, Job, Verdict
-from mas_envs.sandbox.runner import (
-    MAX_PROCESSES,
-    STDERR_LIMIT,
-    STDOUT_LIMIT,
-    isolation,
-    run_many,
-    run_python,
-)
+from mas_envs.sandbox.runner import MAX_PROCESSES, STDERR_LIMIT, STDOUT_LIMIT, isolation
 
 __all__ = [
     "MAX_PROCESSES",

@@ -37,7 +37,7 @@ def _own_path(controller: str) -> str:
     raise OSError(f"no cgroup v1 {controller!r} hierarchy in /proc/self/cgroup")
 
 
-def _parent_dir(controller: str) -> str:
+def parent_dir(controller: str) -> str:
     return os.path.join(ROOT, controller) + _own_path(controller).rstrip("/")
 
 
@@ -53,7 +53,7 @@ def available() -> bool:
 def _probe() -> bool:
     try:
         for controller in CONTROLLERS:
-            parent = _parent_dir(controller)
+            parent = parent_dir(controller)
             limit = "pids.max" if controller == "pids" else "memory.limit_in_bytes"
             if not os.path.exists(os.path.join(parent, "cgroup.procs")):
                 return False
@@ -94,7 +94,7 @@ class RunCgroup:
 
     def __init__(self, max_pids: int, memory_bytes: int, name: str | None = None) -> None:
         name = name or f"{PREFIX}{os.getpid()}-{next(_counter)}"
-        self.dirs = [os.path.join(_parent_dir(c), name) for c in CONTROLLERS]
+        self.dirs = [os.path.join(parent_dir(c), name) for c in CONTROLLERS]
         self._procs = [os.path.join(d, "cgroup.procs") for d in self.dirs]
         made: list[str] = []
         try:
@@ -102,11 +102,11 @@ class RunCgroup:
                 os.mkdir(d)
                 made.append(d)
             pids_dir, mem_dir = self.dirs
-            _write(os.path.join(pids_dir, "pids.max"), str(max_pids))
-            _write(os.path.join(mem_dir, "memory.limit_in_bytes"), str(memory_bytes))
+            write_file(os.path.join(pids_dir, "pids.max"), str(max_pids))
+            write_file(os.path.join(mem_dir, "memory.limit_in_bytes"), str(memory_bytes))
             # Without a memsw limit the group would swap instead of hitting the limit.
             with contextlib.suppress(OSError):
-                _write(os.path.join(mem_dir, "memory.memsw.limit_in_bytes"), str(memory_bytes))
+                write_file(os.path.join(mem_dir, "memory.memsw.limit_in_bytes"), str(memory_bytes))
         except OSError:
             for d in reversed(made):
                 with contextlib.suppress(OSError):
@@ -134,7 +134,7 @@ class RunCgroup:
     def pids(self) -> list[int]:
         """Pids of the processes still in the run's ``pids`` cgroup."""
         try:
-            return [int(pid) for pid in _read(self._procs[0]).split()]
+            return [int(pid) for pid in read_file(self._procs[0]).split()]
         except (OSError, ValueError):
             return []
 
@@ -159,7 +159,7 @@ class RunCgroup:
     def oom_kills(self) -> int:
         """How many processes of the run the kernel's OOM killer killed."""
         try:
-            for line in _read(os.path.join(self.dirs[1], "memory.oom_control")).splitlines():
+            for line in read_file(os.path.join(self.dirs[1], "memory.oom_control")).splitlines():
                 key, _, value = line.partition(b" ")
                 if key == b"oom_kill":
                     return int(value)
@@ -190,7 +190,7 @@ class RunCgroup:
                     time.sleep(0.005)
 
 
-def _read(path: str) -> bytes:
+def read_file(path: str) -> bytes:
     """A small kernel file's contents: open, one read, close (the pool reads a few a run; a
     buffered ``open()`` adds an fstat, an ioctl and a seek to each)."""
     fd = os.open(path, os.O_RDONLY)
@@ -200,6 +200,6 @@ def _read(path: str) -> bytes:
         os.close(fd)
 
 
-def _write(path: str, value: str) -> None:
+def write_file(path: str, value: str) -> None:
     with open(path, "w") as f:
         f.write(value)

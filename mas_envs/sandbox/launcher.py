@@ -44,7 +44,7 @@ def _write_text(path: str, text: str) -> None:
         f.write(text)
 
 
-def _setup(spec: dict) -> None:
+def setup(spec: dict) -> None:
     import resource  # a built-in extension module: cannot be shadowed by a file in the cwd
 
     _write_text(spec["code_path"], spec["code"])
@@ -62,7 +62,7 @@ def _setup(spec: dict) -> None:
         resource.setrlimit(getattr(resource, name), (soft, hard))
 
 
-def _run(spec: dict) -> None:
+def run_program(spec: dict) -> None:
     code_path = spec["code_path"]
     main = type(sys)("__main__")
     main.__file__ = code_path
@@ -85,12 +85,12 @@ def _run(spec: dict) -> None:
 def main() -> None:
     try:
         spec = _read_spec(int(sys.argv[1]))
-        _setup(spec)
+        setup(spec)
     except BaseException as exc:
         os.write(2, f"mas-sandbox: set-up failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     del spec["files"]  # free the caller's files before the program runs
-    _run(spec)
+    run_program(spec)
 
 
 if __name__ == "__main__":

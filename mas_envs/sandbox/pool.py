@@ -1,6 +1,6 @@
 """The warm sandbox pool: programs start at the speed of a fork, with a cold run's isolation.
 
-A cold run (:func:`mas_envs.sandbox.runner._execute`) starts bubblewrap and an interpreter per
+A cold run (:func:`mas_envs.sandbox.runner.run_cold`) starts bubblewrap and an interpreter per
 program: ~20 ms, most of a trivial program's cost. The pool keeps ``size`` bubblewrap sandboxes
 (*workers*) up; in each, a *zygote* (:mod:`mas_envs.sandbox.zygote`, which never runs model code)
 forks one fresh process tree per program and gets it ready *before* a program arrives:
@@ -89,7 +89,7 @@ _pool: _Pool | None = None
 _off: str | None = None  # why the pool was switched off in this process
 
 
-# ---------------------------------------------------------------- public face (used by runner)
+# ---------------------------------------------------------------- public face (used by entry)
 
 
 def size() -> int:
@@ -188,7 +188,7 @@ def _get(mode: modes.Mode, want: int) -> _Pool | None:
         except OSError as exc:
             _switch_off(f"it could not start: {exc}")
             return None
-        failure = runner._probe(mode, run=functools.partial(_probe_run, pool))
+        failure = runner.probe(mode, run=functools.partial(_probe_run, pool))
         if failure is not None or pool.broken:
             pool.close()
             _switch_off(failure or pool.broken or "its workers failed")
@@ -226,7 +226,6 @@ def _forget_after_fork() -> None:
 
 os.register_at_fork(after_in_child=_forget_after_fork)
 atexit.register(shutdown)
-runner.warm_run = run  # run_python and run_many come here first
 
 
 # ---------------------------------------------------------------- the pieces
@@ -264,7 +263,7 @@ class _Slot:
             files.reverse()  # memsw may never be below the plain limit
         for name in files:
             with contextlib.suppress(OSError) if "memsw" in name else contextlib.nullcontext():
-                cgroup._write(os.path.join(self.group.dirs[1], name), str(nbytes))
+                cgroup.write_file(os.path.join(self.group.dirs[1], name), str(nbytes))
         self.memory = nbytes
 
     def reset(self) -> bool:
@@ -273,8 +272,8 @@ class _Slot:
             return False
         mem = self.group.dirs[1]
         with contextlib.suppress(OSError, ValueError):
-            if int(cgroup._read(f"{mem}/memory.usage_in_bytes")) > FORCE_EMPTY_BYTES:
-                cgroup._write(os.path.join(mem, "memory.force_empty"), "0")
+            if int(cgroup.read_file(f"{mem}/memory.usage_in_bytes")) > FORCE_EMPTY_BYTES:
+                cgroup.write_file(os.path.join(mem, "memory.force_empty"), "0")
         self.set_memory(DEFAULT_MEMORY)
         return True
 
@@ -339,7 +338,7 @@ class _Child:
 
 
 class _ChildProc:
-    """What :func:`runner._collect` needs of a run's main process: its pipes and its exit."""
+    """What :func:`runner.collect` needs of a run's main process: its pipes and its exit."""
 
     def __init__(self, child: _Child, out_fd: int, err_fd: int) -> None:
         self.child = child
@@ -363,7 +362,7 @@ class _ChildProc:
         if not select.select([child.prog_pidfd], [], [], 0)[0]:
             return None  # still running
         try:
-            fields = cgroup._read(f"/proc/{child.prog_pid}/stat").rsplit(b")", 1)[1].split()
+            fields = cgroup.read_file(f"/proc/{child.prog_pid}/stat").rsplit(b")", 1)[1].split()
             status, ticks = int(fields[49]), sum(int(x) for x in fields[11:15])
             # Not reaped yet (so the file was this process's, not a later one's of that pid).
             signal.pidfd_send_signal(child.prog_pidfd, 0)
@@ -472,7 +471,7 @@ class _Pool:
             uid = uids.ALLOCATOR.acquire()
         except OSError as exc:
             note = f"mas-sandbox: no uid for the run: {exc}"
-            return ExecResult(Verdict.sandbox_error, None, "", note, runner._since(start)), None
+            return ExecResult(Verdict.sandbox_error, None, "", note, runner.since(start)), None
         try:
             return self._run_as(child, job, start, uid)
         finally:
@@ -487,12 +486,12 @@ class _Pool:
             "files": dict(job.files or {}),
             "uid": uid,
             "gid": uid,
-            "rlimits": runner._rlimits(self.mode, job),
+            "rlimits": runner.rlimits(self.mode, job),
             "status_fd": -1,
         }
         child.slot.set_memory((job.memory_mb << 20) + runner.MEMORY_OVERHEAD)
-        spec_fd = runner._memfd("mas-sandbox-spec", marshal.dumps(spec))
-        stdin_fd = runner._memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
+        spec_fd = runner.memfd("mas-sandbox-spec", marshal.dumps(spec))
+        stdin_fd = runner.memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         status_r, status_w = os.pipe()
@@ -509,7 +508,7 @@ class _Pool:
             self._wake()  # prepare the next run while this one runs
         proc = _ChildProc(child, out_r, err_r)
         try:
-            out, err, stopped, started = runner._collect(
+            out, err, stopped, started = runner.collect(
                 proc,
                 status_r,
                 job.timeout_s,
@@ -523,7 +522,7 @@ class _Pool:
             os.close(status_r)
             child.end()
         assert proc.returncode is not None
-        result = runner._result(
+        result = runner.make_result(
             self.mode, job, proc.returncode, started, stopped, oom, proc.cpu_s, out, err, start
         )
         return result, proc
@@ -573,13 +572,13 @@ class _Pool:
             "ctl": theirs.fileno(),
             "tmpfs_bytes": runner.TMPFS_BYTES,
         }
-        spec_fd = runner._memfd("mas-sandbox-pool-spec", marshal.dumps(spec))
-        stdin_fd = runner._memfd("mas-sandbox-pool-stdin", b"")
+        spec_fd = runner.memfd("mas-sandbox-pool-spec", marshal.dumps(spec))
+        stdin_fd = runner.memfd("mas-sandbox-pool-stdin", b"")
         info_r, info_w = os.pipe()
         block_r, block_w = os.pipe()
         child_fds = [spec_fd, info_w, block_r]  # (+ the options of bubblewrap's --args)
         try:
-            argv = runner._with_args_fd(
+            argv = runner.with_args_fd(
                 _worker_command(self.mode, spec_fd, (info_w, block_r)), child_fds
             )
             proc = subprocess.Popen(
@@ -604,7 +603,7 @@ class _Pool:
         init_pidfd = None
         try:
             deadline = time.monotonic() + runner.STARTUP_GRACE_S
-            init_pid = runner._fill_cgroup(proc, group, info_r, block_w, deadline)
+            init_pid = runner.fill_cgroup(proc, group, info_r, block_w, deadline)
             if init_pid:
                 with contextlib.suppress(OSError):
                     init_pidfd = os.pidfd_open(init_pid)
@@ -963,7 +962,7 @@ class _Watchdog:
         parents = []
         for controller in cgroup.CONTROLLERS:
             with contextlib.suppress(OSError):
-                parents.append(cgroup._parent_dir(controller))
+                parents.append(cgroup.parent_dir(controller))
         try:
             self.proc = subprocess.Popen(
                 [

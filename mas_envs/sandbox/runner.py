@@ -1,6 +1,9 @@
-"""Running untrusted Python: :func:`run_python`, :func:`run_many` and :func:`isolation`.
+"""Running untrusted Python cold (:func:`run_cold`), the pieces the warm pool shares with it
+(:func:`rlimits`, :func:`memfd`, :func:`collect`, :func:`make_result`, ...), and the isolation
+this machine gives (:func:`current_mode`, :func:`isolation`). The entry points that choose warm
+or cold are in :mod:`mas_envs.sandbox.entry`.
 
-One run = one process tree, started by bubblewrap (see :mod:`mas_envs.sandbox.modes`) with
+One cold run = one process tree, started by bubblewrap (see :mod:`mas_envs.sandbox.modes`) with
 the launcher (:mod:`mas_envs.sandbox.launcher`) as its program. The parent:
 
 * hands the program, its files and limits to the launcher through an anonymous file (memfd), and
@@ -14,7 +17,6 @@ the launcher (:mod:`mas_envs.sandbox.launcher`) as its program. The parent:
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import json
 import logging
@@ -31,7 +33,7 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import IO, Protocol
 
 from mas_envs.sandbox import cgroup, modes, seccomp, uids
@@ -66,70 +68,6 @@ _modes: dict[str, modes.Mode] = {}
 # ---------------------------------------------------------------- public API
 
 
-def run_python(
-    code: str,
-    *,
-    stdin: str = "",
-    timeout_s: float = 5.0,
-    memory_mb: int = 512,
-    files: dict[str, str] | None = None,
-) -> ExecResult:
-    """Run untrusted Python source in the sandbox and return how it ended.
-
-    Never raises for anything the program does: crashes, limits and even a failing sandbox come
-    back as a :class:`Verdict`. Raises only for a bad call (wrong types, bad limits, a file path
-    that leaves the working directory).
-
-    Args:
-        code: The program, run as ``__main__`` by the same Python version as the caller's, with
-            the standard library only (no site-packages).
-        stdin: Text on its standard input; after it the program reads end-of-file.
-        timeout_s: Wall-clock limit in seconds (CPU time is limited to about the same).
-        memory_mb: Memory limit in MiB.
-        files: Files to put in the working directory first: ``{"data/in.txt": "text"}``.
-
-    Returns:
-        The verdict, exit code, captured stdout/stderr (capped) and wall time.
-
-    Example:
-        >>> run_python("print(input()[::-1])", stdin="abc").stdout
-        'cba\\n'
-    """
-    job = Job(code=code, stdin=stdin, timeout_s=timeout_s, memory_mb=memory_mb, files=files)
-    _check(job)
-    return _run(_mode(), job)
-
-
-def run_many(jobs: Sequence[Job], *, max_workers: int | None = None) -> list[ExecResult]:
-    """Run many programs concurrently, at most ``max_workers`` at a time; results in input order.
-
-    Args:
-        jobs: The programs and their arguments (see :class:`Job`).
-        max_workers: Concurrent runs; default: the number of CPUs this process may use.
-
-    Returns:
-        One :class:`ExecResult` per job, in the order of ``jobs``.
-    """
-    jobs = list(jobs)
-    for job in jobs:
-        if not isinstance(job, Job):
-            raise TypeError(f"run_many expects mas_envs.sandbox.Job items, got {type(job)!r}")
-        _check(job)
-    if not jobs:
-        return []
-    if max_workers is None:
-        usable = getattr(os, "sched_getaffinity", None)
-        max_workers = len(usable(0)) if usable else (os.cpu_count() or 1)
-    if max_workers < 1:
-        raise ValueError(f"max_workers must be >= 1, got {max_workers}")
-    mode = _mode()  # detect (and warn) once, before the threads start
-    workers = min(max_workers, len(jobs))
-    if workers == 1:
-        return [_run(mode, job) for job in jobs]
-    with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="sandbox") as threads:
-        return list(threads.map(lambda job: _run(mode, job), jobs))
-
-
 def isolation() -> str:
     """The isolation programs get here, e.g. ``"bwrap+uid+cgroup"`` or ``"rlimits-only"``.
 
@@ -137,13 +75,13 @@ def isolation() -> str:
     fall back, warns once. ``MAS_SANDBOX_ISOLATION`` (``auto``, ``bwrap``, ``rlimits-only``)
     chooses; see :mod:`mas_envs.sandbox.modes`.
     """
-    return _mode().name
+    return current_mode().name
 
 
 # ---------------------------------------------------------------- mode detection
 
 
-def _mode() -> modes.Mode:
+def current_mode() -> modes.Mode:
     want = modes.requested()
     with _mode_lock:
         if want not in _modes:
@@ -169,12 +107,12 @@ def _detect(want: str) -> modes.Mode:
         why = "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap)"
     else:
         mode = modes.Mode(bwrap, root, not root, use_cgroup, seccomp=seccomp.supported())
-        failure = _probe(mode)
+        failure = probe(mode)
         if failure is None:
             return mode
         if mode.seccomp:
             plain = modes.Mode(bwrap, root, not root, use_cgroup, seccomp=False)
-            if _probe(plain) is None:
+            if probe(plain) is None:
                 _warn_fallback(plain, f"the seccomp filter broke the test run: {failure}")
                 return plain
         why = failure
@@ -188,7 +126,7 @@ def _interpreter_files() -> list[str]:
     return [modes.interpreter(), *modes.interpreter_roots()]
 
 
-def _probe(
+def probe(
     mode: modes.Mode, run: Callable[[modes.Mode, Job], ExecResult] | None = None
 ) -> str | None:
     """``None`` when ``mode`` runs a program as it should, else what went wrong.
@@ -201,7 +139,7 @@ def _probe(
         "nets = open('/proc/net/dev').read().splitlines()[2:]\n"  # this network namespace's
         "print('probe', os.getuid(), len(nets))\n"
     )
-    res = (run or _execute)(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
+    res = (run or run_cold)(mode, Job(code=code, timeout_s=20.0, memory_mb=256))
     words = res.stdout.split()[1:]
     if res.verdict != Verdict.ok or len(words) != 3 or words[0] != "probe":
         return f"bubblewrap failed a test run ({res.verdict.value}): {res.stderr.strip()[-800:]}"
@@ -236,22 +174,7 @@ def _warn_fallback(mode: modes.Mode, why: str) -> None:
 # ---------------------------------------------------------------- one run
 
 
-warm_run: Callable[[modes.Mode, Job], ExecResult | None] | None = None
-"""Runs a job in the warm pool, or returns ``None`` when the pool does not serve it (then the job
-runs cold). :mod:`mas_envs.sandbox.pool`, which is built on this module's pieces, sets it when
-the package is imported; ``None`` means cold runs only."""
-
-
-def _run(mode: modes.Mode, job: Job) -> ExecResult:
-    """Run ``job`` in the warm pool when it serves ``mode``, else cold."""
-    if warm_run is not None:
-        res = warm_run(mode, job)
-        if res is not None:
-            return res
-    return _execute(mode, job)
-
-
-def _check(job: Job) -> None:
+def check_job(job: Job) -> None:
     if not isinstance(job.code, str):
         raise TypeError(f"code must be str, got {type(job.code).__name__}")
     if not isinstance(job.stdin, str):
@@ -271,7 +194,7 @@ def _check(job: Job) -> None:
             )
 
 
-def _memfd(name: str, data: bytes) -> int:
+def memfd(name: str, data: bytes) -> int:
     """An anonymous file holding ``data``, read from the start by the child."""
     if hasattr(os, "memfd_create"):
         fd = os.memfd_create(name, 0)
@@ -290,7 +213,7 @@ def _cpu_limit(job: Job) -> int:
     return math.ceil(job.timeout_s) + 1
 
 
-def _rlimits(mode: modes.Mode, job: Job) -> list[tuple[str, int, int]]:
+def rlimits(mode: modes.Mode, job: Job) -> list[tuple[str, int, int]]:
     cpu = _cpu_limit(job)
     limits = [
         ("RLIMIT_AS", job.memory_mb << 20, job.memory_mb << 20),
@@ -355,7 +278,7 @@ class _Stream:
         return body + self.tail.decode("utf-8", "replace")
 
 
-def _execute(mode: modes.Mode, job: Job) -> ExecResult:
+def run_cold(mode: modes.Mode, job: Job) -> ExecResult:
     start = time.monotonic()
     uid = None
     if mode.drop_uid:
@@ -365,7 +288,7 @@ def _execute(mode: modes.Mode, job: Job) -> ExecResult:
             uid = uids.ALLOCATOR.acquire()
         except OSError as exc:
             note = f"mas-sandbox: no uid for the run: {exc}"
-            return ExecResult(Verdict.sandbox_error, None, "", note, _since(start))
+            return ExecResult(Verdict.sandbox_error, None, "", note, since(start))
     tmp = None if mode.bwrap else tempfile.mkdtemp(prefix="mas-sandbox-", dir=_fast_tmp())
     try:
         if tmp is None:
@@ -382,7 +305,7 @@ def _execute(mode: modes.Mode, job: Job) -> ExecResult:
             "files": dict(job.files or {}),
             "uid": uid,
             "gid": uid,
-            "rlimits": _rlimits(mode, job),
+            "rlimits": rlimits(mode, job),
             "status_fd": -1,
         }
         return _spawn_and_wait(mode, job, spec, cwd, start)
@@ -427,8 +350,8 @@ def _spawn_and_wait(
 ) -> ExecResult:
     status_r, status_w = os.pipe()
     spec["status_fd"] = status_w
-    spec_fd = _memfd("mas-sandbox-spec", marshal.dumps(spec))
-    stdin_fd = _memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
+    spec_fd = memfd("mas-sandbox-spec", marshal.dumps(spec))
+    stdin_fd = memfd("mas-sandbox-stdin", job.stdin.encode("utf-8", "replace"))
     child_fds = [status_w, spec_fd, stdin_fd]  # closed in the parent once the child has them
     parent_fds = [status_r]
     group = None
@@ -451,10 +374,10 @@ def _spawn_and_wait(
                 hold, hold_fds = (info_r, block_w), (info_w, block_r)
             filter_fd = None
             if mode.seccomp:
-                filter_fd = _memfd("mas-sandbox-seccomp", seccomp.x86_64_filter())
+                filter_fd = memfd("mas-sandbox-seccomp", seccomp.x86_64_filter())
                 child_fds.append(filter_fd)
             cmd = modes.bwrap_command(mode, TMPFS_BYTES, spec_fd, hold_fds, filter_fd)
-            argv = _with_args_fd(cmd, child_fds)
+            argv = with_args_fd(cmd, child_fds)
             env = {"PATH": "/usr/bin:/bin"}
         else:
             argv = modes.python_command(spec_fd)
@@ -477,16 +400,16 @@ def _spawn_and_wait(
         if group:
             group.remove()
         return ExecResult(
-            Verdict.sandbox_error, None, "", f"mas-sandbox: could not start: {exc}", _since(start)
+            Verdict.sandbox_error, None, "", f"mas-sandbox: could not start: {exc}", since(start)
         )
     for fd in child_fds:
         os.close(fd)
     try:
         if hold is not None and group is not None:
             deadline = start + job.timeout_s + STARTUP_GRACE_S
-            if not _fill_cgroup(proc, group, hold[0], hold[1], deadline):
+            if not fill_cgroup(proc, group, hold[0], hold[1], deadline):
                 _kill_all(proc, group)  # never released: reported as a failed start
-        out, err, stopped, started = _collect(
+        out, err, stopped, started = collect(
             proc,
             status_r,
             job.timeout_s,
@@ -502,20 +425,20 @@ def _spawn_and_wait(
         cpu_s = _reap(proc, block=True) or 0.0
         if group:
             group.remove()
-    return _result(mode, job, proc.returncode, started, stopped, oom, cpu_s, out, err, start)
+    return make_result(mode, job, proc.returncode, started, stopped, oom, cpu_s, out, err, start)
 
 
-def _with_args_fd(cmd: list[str], child_fds: list[int]) -> list[str]:
+def with_args_fd(cmd: list[str], child_fds: list[int]) -> list[str]:
     """``cmd`` as ``bwrap --args FD -- ...`` (see ``modes.split_options``), FD in ``child_fds``."""
     argv, options = modes.split_options(cmd)
     if not options:
         return argv
-    args_fd = _memfd("mas-sandbox-args", options)
+    args_fd = memfd("mas-sandbox-args", options)
     child_fds.append(args_fd)
     return [str(args_fd) if a == "{fd}" else a for a in argv]
 
 
-def _fill_cgroup(
+def fill_cgroup(
     proc: subprocess.Popen[bytes],
     group: cgroup.RunCgroup,
     info_fd: int,
@@ -558,7 +481,7 @@ class _Pipes(Protocol):
     def stderr(self) -> IO[bytes] | None: ...
 
 
-def _collect(
+def collect(
     proc: _Pipes,
     status_fd: int,
     timeout_s: float,
@@ -674,11 +597,11 @@ def _read_status(fd: int) -> bool:
         return False
 
 
-def _since(start: float) -> float:
+def since(start: float) -> float:
     return time.monotonic() - start
 
 
-def _result(
+def make_result(
     mode: modes.Mode,
     job: Job,
     returncode: int,
@@ -698,7 +621,7 @@ def _result(
     code = returncode
     if mode.bwrap and 128 < code < 128 + 65 and stopped is None:
         code = -(code - 128)
-    stdout, stderr, wall = out.text("stdout"), err.text("stderr"), _since(start)
+    stdout, stderr, wall = out.text("stdout"), err.text("stderr"), since(start)
     if not started:
         if stopped == "startup":
             note = f"[mas-sandbox: the sandbox did not start within {wall:.1f} s]"

@@ -29,7 +29,7 @@ socket, ``tmpfs_bytes``). Three kinds of process run this code:
   (modules imported since, import caches, signal mask and handlers), says it is ready (``P``)
   and waits for its job (``J`` with five descriptors: spec, stdin, stdout, stderr, status pipe),
   which comes straight from the host: the zygote never sees it. Then it does exactly what a cold
-  run's launcher does (:mod:`mas_envs.sandbox.launcher`'s own ``_setup`` and ``_run``: the
+  run's launcher does (:mod:`mas_envs.sandbox.launcher`'s own ``setup`` and ``run_program``: the
   program file, the uid switch, ``files=``, rlimits, the ``S`` marker, the program), at the same
   stack depth, so that a recursion limit is reached at the same depth as in a cold run, and
   exits as described at :func:`_shut_down`.
@@ -398,13 +398,13 @@ def _fresh_interpreter() -> None:
 def main(job: dict) -> None:
     """The program's process: the launcher's own set-up and run (same stack depth as a cold run)."""
     try:
-        _LAUNCHER["_setup"](job)  # type: ignore[operator]
+        _LAUNCHER["setup"](job)  # type: ignore[operator]
     except BaseException as exc:
         os.write(2, f"mas-sandbox: set-up failed: {type(exc).__name__}: {exc}\n".encode())
         os._exit(SETUP_FAILED)
     del job["files"]  # free the caller's files before the program runs
     try:
-        _LAUNCHER["_run"](job)  # type: ignore[operator]
+        _LAUNCHER["run_program"](job)  # type: ignore[operator]
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc)

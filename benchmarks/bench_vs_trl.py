@@ -41,7 +41,7 @@ Besides "ours" and "TRL", the table shows ours without the old-log-prob pass (TR
 learner work) and, with ``--no-sharing``, ours with the learner's prompt sharing off: together
 they show where the difference comes from.
 
-Needs the ``bench-trl`` extra (``pip install 'mas-rl[train,bench-trl]'``).
+Needs the ``bench-trl`` extra (``pip install -e '.[train,bench-trl]'``).
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ import torch
 from mas_envs.base import TextEnv
 from mas_trainer.rollout import env_factory
 
-TRL_HINT = "pip install 'mas-rl[bench-trl]'  (TRL from PyPI)"
+TRL_HINT = "pip install -e '.[bench-trl]'  (TRL from PyPI)"
 
 
 @dataclass(frozen=True)

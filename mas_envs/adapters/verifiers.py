@@ -6,7 +6,7 @@ verifiers loads an environment by id: ``vf-eval mas-planpath`` imports the packa
 for each env family are in ``environments/`` of the repository (installable, and pushable to the
 Environments Hub); each is a few lines over the classes here::
 
-    pip install 'mas-rl[verifiers]' -e environments/mas_planpath
+    pip install -e '.[verifiers]' -e environments/mas_planpath
     vf-eval mas-planpath --model my-model --client.base-url http://127.0.0.1:8000/v1 \\
         --client.api-key-var NO_KEY --no-push --no-rich -n 5
 

@@ -55,6 +55,6 @@ def test_no_module_handles_a_missing_extra_on_its_own():
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
-            if re.search(r"INSTALL_HINT|\"[^\"]*pip install '?mas-rl\[", code):
+            if re.search(r"INSTALL_HINT|\"[^\"]*pip install (-e )?'?(mas-rl|\.)\[", code):
                 offenders.append(f"{path.relative_to(REPO)}:{n}: {line.strip()}")
     assert offenders == []

@@ -1,0 +1,108 @@
+"""How well a trained tool copies the level into its program on ``mas/PlanPathCode-v2``.
+
+In v2 the tool's program gets no input, so it must write the grid its prompt shows into its
+code (``g=\"\"\"`` then the rows, then ``\"\"\".split()``). Success alone hides how far a tool
+is from that copy; this probe plays the tool alone greedily on the first ``--episodes`` levels of
+a split and compares the grid of each first-turn program with the prompt's, cell by cell:
+
+* ``cells``: grid cells written correctly (a missing cell counts as wrong); writing every cell
+  as ``.`` scores 877/1250 = 70% on the first 50 validation levels of 5x5 with 22% walls (every
+  free cell; no wall, ``A`` or ``G``);
+* ``walls``, ``A``, ``G``: of the level's walls, agents and goals, those at the right place;
+* ``grids exact``: programs whose grid is the level's, row for row;
+* ``quotes closed``: programs that open and close the string with three quotes.
+
+    python benchmarks/v2_copy_probe.py POLICY [--episodes 50] [--split validation]
+        [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--threads 1]
+
+POLICY: a ``mas-train`` run folder (its latest checkpoint; the run's ``tool`` or ``shared``
+policy plays the tool), a checkpoint's policy folder, or ``oracle``. Measured figures:
+docs/results.md, section "The default on mas/PlanPathCode-v2".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from collections import Counter
+from typing import Any
+
+_GRID_IN_PROMPT = re.compile(r"Grid \(.*?\):\n(.*?)\nAgent at", re.S)
+_GRID_IN_PROGRAM = re.compile(r'g=("+)\n(.*?)\n("+)', re.S)
+
+
+def copy_stats(prompt: str, program: str) -> Counter[str]:
+    """The copy counts of one first-turn ``program`` against the grid of its ``prompt``."""
+    shown = _GRID_IN_PROMPT.search(prompt)
+    if shown is None:
+        raise ValueError("the prompt shows no grid: is this a mas/PlanPathCode-v2 tool prompt?")
+    truth = shown.group(1).split("\n")
+    written = _GRID_IN_PROGRAM.search(program)
+    rows = written.group(2).split("\n") if written else []
+    n: Counter[str] = Counter(programs=1)
+    n["quotes closed"] += bool(written and written.group(1) == written.group(3) == '"""')
+    n["grids exact"] += rows == truth
+    for r, row in enumerate(truth):
+        for c, cell in enumerate(row):
+            ok = r < len(rows) and c < len(rows[r]) and rows[r][c] == cell
+            n["cells"] += 1
+            n["cells ok"] += ok
+            kind = {"#": "walls", "A": "A", "G": "G"}.get(cell)
+            if kind:
+                n[kind] += 1
+                n[kind + " ok"] += ok
+    return n
+
+
+def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
+    """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
+    of their first-turn programs and the levels solved."""
+    from mas_trainer.eval.play import play
+    from mas_trainer.eval.policies import resolve_policy
+    from mas_trainer.rollout import env_factory
+
+    make_env = env_factory("mas/PlanPathCode-v2", mode="tool", split=split, **env_options)
+    env = make_env()
+    setup = resolve_policy(
+        policy,
+        list(env.possible_agents),
+        max_new_tokens=96,
+        system_message=False,
+        hash_weights=False,
+    )
+    played = play(make_env, list(env.task_ids(split)[:episodes]), setup.act)
+    total: Counter[str] = Counter()
+    for ep in played:
+        first = ep.transcript[0]
+        total += copy_stats(first["prompt"], first["action"])
+    total["solved"] = sum(ep.success for ep in played)
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("policy", help="a mas-train run folder, a policy folder, or oracle")
+    parser.add_argument("--episodes", type=int, default=50, help="levels of the split to play")
+    parser.add_argument("--split", default="validation", help="split to play")
+    parser.add_argument(
+        "--env-options",
+        default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',
+        help="env constructor arguments as JSON",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    n = probe(args.policy, args.episodes, args.split, json.loads(args.env_options))
+    share = {k: f"{n[k + ' ok']}/{n[k]}" for k in ("cells", "walls", "A", "G")}
+    print(
+        f"{args.policy}: solved {n['solved']}/{n['programs']}; cells {share['cells']}, walls "
+        f"{share['walls']}, A {share['A']}, G {share['G']}; grids exact "
+        f"{n['grids exact']}/{n['programs']}; quotes closed {n['quotes closed']}/{n['programs']}"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""benchmarks/v2_copy_probe.py: the cell-by-cell copy counts of a v2 tool program."""
+
+from __future__ import annotations
+
+from benchmark_scripts import load
+
+import mas_envs
+
+SIZE = {"rows": 5, "cols": 5, "wall_prob": 0.22, "max_turns": 3}
+
+
+def _first_prompt_and_oracle() -> tuple[str, str]:
+    env = mas_envs.make("mas/PlanPathCode-v2", mode="tool", **SIZE)
+    env.reset(options={"task_id": env.task_ids("validation")[0]})
+    return env.observe("tool")["prompt"], env.oracle_action("tool")
+
+
+def test_the_oracle_program_copies_every_cell():
+    prompt, oracle = _first_prompt_and_oracle()
+    n = load("v2_copy_probe").copy_stats(prompt, oracle)
+    assert n["cells"] == n["cells ok"] == 25
+    assert (n["A ok"], n["G ok"], n["grids exact"], n["quotes closed"]) == (1, 1, 1, 1)
+    assert n["walls"] == n["walls ok"]
+
+
+def test_a_grid_of_dots_gets_only_the_free_cells_and_a_short_close_counts():
+    prompt, oracle = _first_prompt_and_oracle()
+    grid = oracle.split('"""')[1]
+    dots = "".join("\n" if ch == "\n" else "." for ch in grid)
+    program = oracle.replace(grid, dots).replace('"""', '""', 2).replace('g=""', 'g="""', 1)
+    n = load("v2_copy_probe").copy_stats(prompt, program)
+    assert n["walls ok"] == n["A ok"] == n["G ok"] == n["grids exact"] == 0
+    assert n["cells ok"] == n["cells"] - n["walls"] - 2  # every free cell but A and G
+    assert n["quotes closed"] == 0  # opened with three quotes, closed with two

@@ -1,4 +1,4 @@
-"""benchmarks/v2_copy_probe.py: the cell-by-cell copy counts of a v2 tool program."""
+"""experiments/v2_copy_probe.py: the cell-by-cell copy counts of a v2 tool program."""
 
 from __future__ import annotations
 

@@ -109,7 +109,7 @@ input (an empty stdin), so it must hold the level: its prompt ends with
 :data:`~mas_envs.planpath.prompts.CODE_ASK_V2` and the oracle program writes the grid into v1's
 search (:func:`~mas_envs.planpath.prompts.oracle_program_v2`; the paper's design, where the tool
 writes the grid into its code). In v1 one text, the stdin-reading search, solves every level, and
-a planner that copies what it printed solves them all (issue 29; ``benchmarks/memorised_probe.py``
+a planner that copies what it printed solves them all (issue 29; ``experiments/memorised_probe.py``
 measures it: 200/200 test levels on 5x5); in v2 that team solves only the levels where the
 training level's path happens to work. The planner's texts and every reward are v1's.
 

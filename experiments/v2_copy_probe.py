@@ -12,7 +12,7 @@ a split and compares the grid of each first-turn program with the prompt's, cell
 * ``grids exact``: programs whose grid is the level's, row for row;
 * ``quotes closed``: programs that open and close the string with three quotes.
 
-    python benchmarks/v2_copy_probe.py POLICY [--episodes 50] [--split validation]
+    python experiments/v2_copy_probe.py POLICY [--episodes 50] [--split validation]
         [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--threads 1]
 
 POLICY: a ``mas-train`` run folder (its latest checkpoint; the run's ``tool`` or ``shared``

@@ -6,7 +6,7 @@ training task), the last role copies the last ``####`` line of its prompt
 team solves is printed per preset: a task that RL is said to learn should keep it at 20% or less
 (``tests/test_memorised_probe.py`` checks the presets that claim it).
 
-    python benchmarks/memorised_probe.py [PRESET ...] [--episodes 200] [--split test]
+    python experiments/memorised_probe.py [PRESET ...] [--episodes 200] [--split test]
         [--section.field value ...]
 
 Measured (2026-12-06, 5x5, 22% walls, 3 turns, the first 200 test levels):

@@ -58,8 +58,8 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
 def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
     """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
     of their first-turn programs and the levels solved."""
+    from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
-    from mas_trainer.eval.policies import resolve_policy
     from mas_trainer.rollout import env_factory
 
     make_env = env_factory("mas/PlanPathCode-v2", mode="tool", split=split, **env_options)

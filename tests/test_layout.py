@@ -26,6 +26,16 @@ def _modules(root: Path, packages: tuple[str, ...]) -> dict[str, Path]:
     return out
 
 
+def _from_base(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` names, relative imports resolved in ``package``."""
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str, list[str], int]]:
     """``(imported module, names taken from it, line)`` for each import of a project module."""
     is_pkg = path.name == "__init__.py"
@@ -35,11 +45,7 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> list[tuple[str,
         if isinstance(node, ast.Import):
             out += [(a.name, [], node.lineno) for a in node.names if a.name in modules]
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _from_base(node, package)
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
                 if sub in modules:  # `from pkg import module`
@@ -230,11 +236,7 @@ def _module_names(tree: ast.Module, name: str, path: Path, modules: dict[str, Pa
                     top = a.name.partition(".")[0]
                     bound[top] = top
         elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join([*anchor, base] if base else anchor)
+            base = _from_base(node, package)
             for a in node.names:
                 if f"{base}.{a.name}" in modules:
                     bound[a.asname or a.name] = f"{base}.{a.name}"

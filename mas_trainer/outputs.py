@@ -9,7 +9,7 @@ Layout of ``runs/<name>/``::
     transcripts.jsonl    sample episodes of each evaluation (prompts, actions, rewards)
     summary.json         held-out success before / after warm start / after RL, wall time
     checkpoints/step-N/  <policy>/ (Hugging Face folder) + learner-<policy>/ + trainer_state.json
-                         (a :class:`TrainState`); ``step-000000`` during and after the warm start
+                         (the TrainState); ``step-000000`` during and after the warm start
     checkpoints/latest   name of the newest complete checkpoint
     checkpoints/best/    the weights the validation split chose (``eval.select_every``), same layout
 

@@ -94,6 +94,9 @@ def test_ray_run_without_the_gpus_it_asks_for_fails_at_once(tmp_path, capsys):
     )  # fmt: skip
     assert code == 2
     assert "the cluster has" in capsys.readouterr().err
+    import ray
+
+    assert not ray.is_initialized()  # the refusal leaves Ray as it found it (not started)
 
 
 PAPER = [name for name in PRESETS if "-qwen3-" in name]

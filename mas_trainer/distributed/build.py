@@ -93,10 +93,16 @@ def build_ray_policies(cfg: TrainConfig, names: list[str], load_from: Path | Non
             "run.backend=ray supports algo.policy_map shared and per_role; per_role_lora "
             "(one base shared by the roles' adapters) runs on run.backend=local"
         )
-    if not ray.is_initialized():
+    started = not ray.is_initialized()
+    if started:
         ray.init(address=cfg.run.ray_address or None, log_to_driver=False)
     # A placement group the cluster cannot hold waits forever: refuse at once instead.
-    check_cluster(ray_request(cfg, len(names)), ray.cluster_resources())
+    try:
+        check_cluster(ray_request(cfg, len(names)), ray.cluster_resources())
+    except Exception:
+        if started:  # leave Ray as it was found
+            ray.shutdown()
+        raise
     threads = cfg.run.threads or 1
     world = cfg.run.ray_learners
     gpus = cfg.run.ray_gpus_per_policy

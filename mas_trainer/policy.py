@@ -520,8 +520,7 @@ def save_checkpoint(
             if not lora:
                 pol.model.save_pretrained(folder / name)
                 pol.tokenizer.save_pretrained(folder / name)
-            if pol.learner is not None:  # every rank writes its own shards, no copies
-                pol.learner.save(folder / f"learner-{name}")
+            pol.learner.save(folder / f"learner-{name}")  # each rank its own shards, no copies
         (folder / "trainer_state.json").write_text(json.dumps(state, indent=2) + "\n")
 
     return run.save_checkpoint(step, write, tag=tag)

@@ -135,7 +135,6 @@ class _Run:
     out: RunDir
     resumed_from: Path | None
     policies: dict[str, Policy]
-    learners: dict[str, Any]
     side_by_side: bool
     tokenizers: Any
     policy_of: dict[str, str]
@@ -150,6 +149,12 @@ class _Run:
     rollout: TreeRollout
     t_start: float
     cpu_start: float
+
+    @property
+    def learners(self) -> dict[str, Any]:
+        """Each policy's learner, one for both phases (the warm start's AdamW state carries
+        into RL)."""
+        return {n: p.learner for n, p in self.policies.items()}
 
     @property
     def show(self) -> bool:
@@ -229,8 +234,6 @@ def _setup(cfg: TrainConfig, path: Path, at_exit: contextlib.ExitStack) -> tuple
         out=out,
         resumed_from=ckpt,
         policies=policies,
-        # One learner per policy for both phases: the warm start's AdamW state carries into RL.
-        learners={n: p.learner for n, p in policies.items()},
         side_by_side=cfg.run.learners_side_by_side and _can_step_side_by_side(cfg, policies),
         tokenizers=tokenizers,
         policy_of=policy_of,
@@ -326,8 +329,7 @@ def _warm_start(run: _Run, state: TrainState) -> None:
     )
     bar.close()
     for pol in run.policies.values():
-        if pol.learner is not None:
-            pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
+        pol.learner.reset_reference()  # algo.kl_coef: KL to the warm-started policy
     sync_engines(run.policies, cfg.model.engine_weights_dtype)
     m = _evaluate(run, 0, "warmstart", prefix="eval_warmstart")
     seconds = state.summary.get("warmstart_s", 0.0) + time.perf_counter() - t0
@@ -402,8 +404,10 @@ def _rl_step(run: _Run, state: TrainState, bar: Any) -> None:
     with _ctrl_c_after_the_step():  # a half-applied update is no state to save
         # 3.3 update: each policy learns from its own samples
         t1 = time.perf_counter()
-        mine = {n: [s for s in batch if s.policy == n] for n in run.learners}
-        updates = {n: partial(run.learners[n].update, mine[n]) for n in run.learners if mine[n]}
+        mine = {n: [s for s in batch if s.policy == n] for n in run.policies}
+        updates = {
+            n: partial(pol.learner.update, mine[n]) for n, pol in run.policies.items() if mine[n]
+        }
         for n, out in once_each(updates, side_by_side=run.side_by_side).items():
             suffix = "" if len(run.policies) == 1 else f"/{n}"
             metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})

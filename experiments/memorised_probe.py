@@ -4,7 +4,7 @@ Every role but the last answers one constant text (the oracle's first answer on 
 training task), the last role copies the last ``####`` line of its prompt
 (:func:`mas_envs.policies.memorised_team`). The share of the first ``--episodes`` test tasks this
 team solves is printed per preset: a task that RL is said to learn should keep it at 20% or less
-(``tests/test_memorised_probe.py`` checks the presets that claim it).
+(``tests/envs/test_memorised_probe.py`` checks the presets that claim it).
 
     python experiments/memorised_probe.py [PRESET ...] [--episodes 200] [--split test]
         [--section.field value ...]

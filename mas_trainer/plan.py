@@ -22,7 +22,7 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). ``tests/test_plan.py`` checks the extrapolation against a full track.
+(every gradient alive). ``tests/trainer/test_plan.py`` checks the extrapolation against a full track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
@@ -623,7 +623,7 @@ def checkpoint_bytes(shape: ModelShape, dtype: str, *, reference: bool = False) 
     torch distributed checkpoint (``learner-<policy>/``: master weights, AdamW's two moments in
     the same dtype, the KL reference's state dict when the learner keeps one, every rank its own
     shards, which sum to the whole). Tokenizer files, ``state.pt`` and the checkpoint metadata add
-    megabytes (``tests/test_plan.py`` compares this with a real save).
+    megabytes (``tests/trainer/test_plan.py`` compares this with a real save).
 
     Args:
         shape: The model.

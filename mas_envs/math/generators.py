@@ -78,7 +78,7 @@ EMPTY_V0: dict[str, frozenset[tuple[str, int]]] = {
 }
 """Version 0's (topic, level) pairs that a split never serves: they have so few distinct
 questions (33 to 300) that every one is also a question of a later split, which ``reset`` redraws
-(``tests/test_math_env.py`` recomputes this table). Version 1 has none."""
+(``tests/envs/test_math_env.py`` recomputes this table). Version 1 has none."""
 
 _CONTENT_SHARES = (("train", 8), ("validation", 1), ("test", 1))
 _MAX_DRAWS = 5_000

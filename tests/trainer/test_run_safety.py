@@ -4,7 +4,7 @@ The checkpoint tests kill a real process: a child that saves checkpoints (re-sav
 pruning old ones) is SIGKILLed at its N-th file-system operation, for every N, and at random
 moments; then the run folder is opened again (which repairs it) and must hold a complete newest
 checkpoint, with every file of it intact, and no leftovers. The resume tests train a tiny model
-on the digit-copying env (``tests/digit_env.py``).
+on the digit-copying env (``tests/helpers/digit_env.py``).
 """
 
 from __future__ import annotations

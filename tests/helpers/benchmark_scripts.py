@@ -7,7 +7,7 @@ import importlib.util
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BENCHMARKS = ROOT / "benchmarks"
 EXPERIMENTS = ROOT / "experiments"
 FOLDERS = (BENCHMARKS, EXPERIMENTS)

@@ -42,7 +42,7 @@ QUICK = {
     "code-qwen3-1.7b",
     "math-qwen3-8b-single-grpo",
 }
-FIXTURES = Path(__file__).parent / "fixtures" / "datasets"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "datasets"
 # What the code and math rows read, prepared from the fixture downloads as a user prepares the
 # published files (docs/data.md); APPS' fixture is small, so its slices are too.
 PREPARE = [
@@ -311,7 +311,7 @@ def test_reproduce_page_shows_the_current_tables(tmp_path):
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     page = root / "docs" / "reproduce.md"
     script = [sys.executable, str(root / "scripts" / "paper_presets.py")]
     done = subprocess.run([*script, "--check", str(page)], capture_output=True, text=True)
@@ -349,7 +349,7 @@ def test_reproduce_page_names_real_presets_and_its_commands_parse(capsys):
     from mas_trainer.eval.cli import _check, _parser
     from mas_trainer.eval.suite import SUITES
 
-    page = (Path(__file__).resolve().parents[1] / "docs" / "reproduce.md").read_text()
+    page = (Path(__file__).resolve().parents[2] / "docs" / "reproduce.md").read_text()
     named = set(re.findall(r"`([a-z-]+-qwen3-[0-9.]+b[a-z-]*)`", page))
     assert named and named <= set(PRESETS), sorted(named - set(PRESETS))
     trains = _commands(page, "mas-train")
@@ -370,4 +370,4 @@ def test_reproduce_page_names_real_presets_and_its_commands_parse(capsys):
         _check(parser, args)
         assert args.env in list_envs() if args.env else args.suite in SUITES, argv
         assert isinstance(json.loads(args.env_options or "{}"), dict), argv
-    assert (Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.sh").is_file()
+    assert (Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_check.sh").is_file()

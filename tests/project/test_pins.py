@@ -10,7 +10,7 @@ import tomllib
 
 packaging = pytest.importorskip("packaging.requirements")
 
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 
 
 def _extra(name: str) -> packaging.Requirement:

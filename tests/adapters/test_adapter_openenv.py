@@ -28,7 +28,7 @@ import mas_envs
 from mas_envs.adapters.openenv import MasAction, MasEnvClient
 
 pytestmark = pytest.mark.adapters
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:

@@ -38,7 +38,7 @@ from mas_envs.math.prompts import parse_answer, parse_code, program_answer
 from mas_envs.math.verify import answers_equal, last_boxed, majority_answer, normalize
 from mas_envs.policies import oracle_policy, play_episode, random_policy
 
-FIXTURES = Path(__file__).parent / "fixtures" / "math"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "math"
 BACKENDS = [
     "sympy",
     pytest.param(

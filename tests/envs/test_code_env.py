@@ -36,7 +36,7 @@ from mas_envs.code.problems import (
 from mas_envs.code.prompts import extract_code, format_cases, parse_cases
 from mas_envs.policies import oracle_policy, play_episode
 
-FIXTURES = Path(__file__).parent / "fixtures" / "code"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "code"
 
 
 def _fence(code: str, tag: str = "python") -> str:

@@ -34,7 +34,7 @@ from mas_trainer.eval.suite import (
     save_result,
 )
 
-ROOT = Path(__file__).resolve().parents[1] / "leaderboards"
+ROOT = Path(__file__).resolve().parents[2] / "leaderboards"
 SEED_FILES = sorted([*ROOT.glob("results/*/*.json"), *ROOT.glob("results/*/*.json.gz")])
 FAST_BOARDS = ("mas/Sokoban-v0", "mas/PlanPath-v0", "mas/Sudoku-v0")
 
@@ -69,7 +69,7 @@ def test_boards_are_registered_versioned_test_split_ids():
     )
     for key, board in BOARDS.items():
         assert board.env_id in mas_envs.list_envs()
-        if board.data:  # a data board plays prepared files (tests/test_data_boards.py)
+        if board.data:  # a data board plays prepared files (tests/eval/test_data_boards.py)
             assert board.name == key and board.episodes is None
             continue
         # a board with its own settings (the default run's 5x5 grid) has its own name

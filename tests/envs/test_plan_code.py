@@ -504,14 +504,14 @@ def test_numeric_view_of_a_code_env_sends_programs(env_id):
 
 # ---------------------------------------------------------------------------- program transcripts
 
-PROGRAM_GOLDEN = Path(__file__).parent / "golden"
+PROGRAM_GOLDEN = Path(__file__).parents[1] / "golden"
 
 
 def program_transcript(env_id: str) -> str:
     """Every prompt of a seeded episode that goes through the program path: the tool's oracle
     program, a one-move planner answer, a failing program, then the oracle.
 
-    The generic golden transcript (tests/golden.py) starts with a format error and never shows a
+    The generic golden transcript (tests/helpers/golden.py) starts with a format error and never shows a
     program; this one pins the program texts (a change here is a version bump too).
     """
     env = mas_envs.make(env_id, split="test")
@@ -549,10 +549,10 @@ def _program_golden_path(env_id: str) -> Path:
 @pytest.mark.parametrize("env_id", CODE_IDS)
 def test_program_transcript_is_unchanged(env_id):
     path = _program_golden_path(env_id)
-    assert path.exists(), f"run `python tests/test_plan_code.py {env_id}` to write {path}"
+    assert path.exists(), f"run `python tests/envs/test_plan_code.py {env_id}` to write {path}"
     assert program_transcript(env_id) == path.read_text(encoding="utf-8"), (
         f"prompts of {env_id}'s program path changed: bump the env version, note it in the "
-        f"card's version history, and regenerate with `python tests/test_plan_code.py {env_id}`"
+        f"card's version history, and regenerate with `python tests/envs/test_plan_code.py {env_id}`"
     )
 
 

@@ -212,7 +212,7 @@ def test_warm_start_skips_codecontests_problems_without_a_python_reference(tmp_p
     from mas_trainer.models import build_byte_tokenizer
     from mas_trainer.warmstart import oracle_samples
 
-    fixture = Path(__file__).parent / "fixtures" / "datasets" / "codecontests"
+    fixture = Path(__file__).parents[1] / "fixtures" / "datasets" / "codecontests"
     prepare("codecontests", fixture, tmp_path)
     train = tmp_path / "codecontests" / "train.jsonl"
 

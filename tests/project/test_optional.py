@@ -11,7 +11,7 @@ import pytest
 
 from mas_envs.optional import EXTRAS, install_command, is_available, require
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize(

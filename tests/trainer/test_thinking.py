@@ -1,5 +1,5 @@
 """``rollout.enable_thinking`` reaches every chat-template call, tested with a Qwen3-style template
-(``tests/qwen3_chat.py``): Qwen3 opens a thinking block unless the template gets
+(``tests/helpers/qwen3_chat.py``): Qwen3 opens a thinking block unless the template gets
 ``enable_thinking=False``, and the paper turns thinking off. The paths: a run's warm start,
 rollouts and evaluations; mas-eval of a run folder (as trained), of a model folder, and of a
 served model in token mode (local template) and chat mode (the server's, by

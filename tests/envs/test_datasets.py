@@ -38,7 +38,7 @@ from mas_envs.math import loaders as math_loaders
 from mas_envs.math.loaders import ProblemFileError
 from mas_envs.math.verify import answers_equal
 
-FIX = Path(__file__).parent / "fixtures" / "datasets"
+FIX = Path(__file__).parents[1] / "fixtures" / "datasets"
 APPS_SLICES = {"test": (0, 3), "train": (3, 7), "validation": (7, None)}
 ORDER = [
     "polaris",

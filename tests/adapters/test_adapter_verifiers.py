@@ -1,6 +1,6 @@
 """The verifiers adapter against the real package: `vf-eval` plays teams through a served model.
 
-The model is `tests/chat_server.py` on 127.0.0.1; everything else is verifiers' own code: its
+The model is `tests/helpers/chat_server.py` on 127.0.0.1; everything else is verifiers' own code: its
 CLI, the environment loader, the interception server, the `null` harness (a chat program in a
 subprocess) and its trace files. Marked `adapters` (CI runs these after installing the extra).
 """
@@ -26,7 +26,7 @@ from mas_envs.policies import oracle_policy
 
 pytestmark = pytest.mark.adapters
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLANPATH = {"rows": 4, "cols": 4}
 
 

@@ -24,8 +24,8 @@ from mas_trainer.eval import leaderboard as lb
 from mas_trainer.eval.cli import main as eval_main
 from mas_trainer.eval.suite import BOARDS, SUITES, load_result, run_suite
 
-FIX = Path(__file__).parent / "fixtures" / "datasets"
-ROOT = Path(__file__).resolve().parents[1] / "leaderboards"
+FIX = Path(__file__).parents[1] / "fixtures" / "datasets"
+ROOT = Path(__file__).resolve().parents[2] / "leaderboards"
 DATA_BOARDS = [k for k, b in BOARDS.items() if b.data]
 
 

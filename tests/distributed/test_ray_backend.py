@@ -42,7 +42,7 @@ SHORT_RUN = [
 """TINY_RUN shortened further for the runs that compare a Ray run with a local one step for step:
 the same code paths (warm start, evaluations, two RL steps, checkpoints), a fraction of the work."""
 
-TESTS_DIR = str(Path(__file__).resolve().parent)
+TESTS_DIR = str(Path(__file__).resolve().parents[1] / "helpers")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -235,7 +235,7 @@ def test_a_dead_learner_rank_is_not_restarted_and_the_update_says_which_died():
     """A learner rank's process dies in an update: the driver gets LearnerRankDied (policy and
     rank named) at once, and Ray leaves the rank dead (a fresh one would have lost its optimizer
     state and its place in the group); ``train`` turns that into the resume command
-    (tests/test_placement.py)."""
+    (tests/trainer/test_placement.py)."""
     from ray_chaos import ChaosLearnerActor
 
     from mas_trainer.distributed.handles import LearnerRankDied, RemoteLearner, remote_class

@@ -1,7 +1,7 @@
 """Golden transcripts: every prompt of a seeded episode, stored as a file and compared exactly.
 
 A change to a golden transcript is a change to what agents see, so it needs a version bump of the
-env id. Regenerate after a deliberate change with ``python tests/golden.py mas/Sokoban-v0``.
+env id. Regenerate after a deliberate change with ``python tests/helpers/golden.py mas/Sokoban-v0``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import mas_envs
 
-GOLDEN_DIR = Path(__file__).parent / "golden"
+GOLDEN_DIR = Path(__file__).parents[1] / "golden"
 SEED = 7
 BAD_ANSWER = "I am not sure what to do here."
 
@@ -50,7 +50,7 @@ def transcript(env_id: str) -> str:
 def check(env_id: str) -> None:
     """Assert that ``env_id``'s transcript equals its stored golden file."""
     path = golden_path(env_id)
-    regen = f"python tests/golden.py {env_id}"
+    regen = f"python tests/helpers/golden.py {env_id}"
     assert path.exists(), f"no golden transcript for {env_id}; run `{regen}`"
     assert transcript(env_id) == path.read_text(encoding="utf-8"), (
         f"prompts of {env_id} changed: bump the env version, note it in the card's version "

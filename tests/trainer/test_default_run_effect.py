@@ -28,7 +28,7 @@ pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.slow
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "compare_baselines.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "experiments" / "compare_baselines.py"
 
 
 def test_rl_adds_at_least_ten_points_over_the_warm_start(tmp_path):

@@ -19,9 +19,9 @@ is Qwen3's shape with random weights, built on the GPU (nothing is downloaded). 
 5. **vllm** (only when ``import vllm`` works): ``vllm.LLM`` on a bf16 copy of the model: tokens/s.
 
 ``--dry-run`` runs every step on the CPU at tiny shapes (gloo instead of NCCL), end to end:
-``tests/experiments/test_gpu_check.py`` does, so this script cannot rot. ``benchmarks/gpu_check.sh`` is the one
-command for the GPU machine. A section that would pass the time budget (``--budget-s``, 480) is
-skipped and says so.
+``tests/experiments/test_gpu_check.py`` does, so this script cannot rot.
+``benchmarks/gpu_check.sh`` is the one command for the GPU machine. A section that would pass the
+time budget (``--budget-s``, 480) is skipped and says so.
 """
 
 from __future__ import annotations

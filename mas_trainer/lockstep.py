@@ -4,8 +4,8 @@ Per-role policies are independent models with independent optimisers and random 
 their supervised and PPO steps can run at the same time; torch releases the GIL inside its kernels,
 so on a CPU each thread keeps a core busy, and Ray learner handles wait on their actors in
 parallel. What each step computes does not change: a policy's calls run in the same order, on the
-same data, with the same generator, whichever way they are scheduled (``tests/trainer/test_lockstep.py``
-checks a run bit for bit).
+same data, with the same generator, whichever way they are scheduled
+(``tests/trainer/test_lockstep.py`` checks a run bit for bit).
 
 Only learners that share nothing may step side by side: ``per_role_lora`` adapters share one base
 model (and the adapter switch is global to it), and two local learners on one GPU would hold both

@@ -22,7 +22,8 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). ``tests/trainer/test_plan.py`` checks the extrapolation against a full track.
+(every gradient alive). ``tests/trainer/test_plan.py`` checks the extrapolation against a full
+track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.

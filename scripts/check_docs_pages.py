@@ -17,8 +17,8 @@ Usage (Debian: ``apt-get install -y chromium``)::
     python scripts/check_docs_pages.py --out /tmp/pages            # exit 1 when a check fails
     python scripts/check_docs_pages.py --pages index.md leaderboard-results.md --widths 1400
 
-Then look at the PNGs. ``tests/project/test_docs.py::test_pages_in_a_browser`` runs it when Chromium is
-installed.
+Then look at the PNGs. ``tests/project/test_docs.py::test_pages_in_a_browser`` runs it when
+Chromium is installed.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The verifiers adapter against the real package: `vf-eval` plays teams through a served model.
 
-The model is `tests/helpers/chat_server.py` on 127.0.0.1; everything else is verifiers' own code: its
-CLI, the environment loader, the interception server, the `null` harness (a chat program in a
+The model is `tests/helpers/chat_server.py` on 127.0.0.1; everything else is verifiers' own code:
+its CLI, the environment loader, the interception server, the `null` harness (a chat program in a
 subprocess) and its trace files. Marked `adapters` (CI runs these after installing the extra).
 """
 

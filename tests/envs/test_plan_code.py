@@ -511,8 +511,8 @@ def program_transcript(env_id: str) -> str:
     """Every prompt of a seeded episode that goes through the program path: the tool's oracle
     program, a one-move planner answer, a failing program, then the oracle.
 
-    The generic golden transcript (tests/helpers/golden.py) starts with a format error and never shows a
-    program; this one pins the program texts (a change here is a version bump too).
+    The generic golden transcript (tests/helpers/golden.py) starts with a format error and never
+    shows a program; this one pins the program texts (a change here is a version bump too).
     """
     env = mas_envs.make(env_id, split="test")
     env.reset(seed=7)
@@ -552,7 +552,8 @@ def test_program_transcript_is_unchanged(env_id):
     assert path.exists(), f"run `python tests/envs/test_plan_code.py {env_id}` to write {path}"
     assert program_transcript(env_id) == path.read_text(encoding="utf-8"), (
         f"prompts of {env_id}'s program path changed: bump the env version, note it in the "
-        f"card's version history, and regenerate with `python tests/envs/test_plan_code.py {env_id}`"
+        "card's version history, and regenerate with "
+        f"`python tests/envs/test_plan_code.py {env_id}`"
     )
 
 

@@ -4,8 +4,8 @@ Each hack is a *null* program (it computes nothing: a function that returns noth
 printer that prints no answer, or for the math tool a known-wrong one) wrapped in a trick: an
 always-equal object, an early exit, patched builtins or harness internals, shadowed names, forged
 harness reports or sandbox verdicts, signals to the harness, stalled or detached processes,
-exhausted limits. ``tests/sandbox/test_judge_integrity.py`` runs every hack through every env that judges
-code and asserts that none earns more than the honest null program, and that no trick turns a
+exhausted limits. ``tests/sandbox/test_judge_integrity.py`` runs every hack through every env that
+judges code and asserts that none earns more than the honest null program, and that no trick turns a
 failure into a ``sandbox_error`` (which a trainer drops, so it would dodge the penalty).
 
 The leak programs (:data:`LEAKS`) look for the hidden tests' inputs (``SECRET-...``, a pattern they

@@ -6,9 +6,10 @@ framework that is not installed here, or shows a function's signature) has an HT
 ``<!-- illustration -->`` on the line before its fence: it is compiled, not run. A block that
 imports an optional package runs when that package is installed (``-m adapters`` in CI, where the
 adapter extras are) and is skipped with the install command otherwise. A block that talks to
-``http://127.0.0.1:8000/v1`` gets a scripted OpenAI-compatible server (``tests/helpers/chat_server.py``),
-one that talks to ``http://127.0.0.1:8000`` gets ``mas-openenv``, each on a free port (the
-block's URL is pointed there). Blocks that train a model are marked ``slow``.
+``http://127.0.0.1:8000/v1`` gets a scripted OpenAI-compatible server
+(``tests/helpers/chat_server.py``), one that talks to ``http://127.0.0.1:8000`` gets
+``mas-openenv``, each on a free port (the block's URL is pointed there). Blocks that train a model
+are marked ``slow``.
 """
 
 from __future__ import annotations
@@ -130,7 +131,10 @@ def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         if importlib.util.find_spec(name) is None:
             extra = OPTIONAL[name][0]
             pytest.skip(f"needs {name}: pip install -e '.[{extra}]'")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "helpers")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "helpers")]),
+    }
     env["TRL_EXPERIMENTAL_SILENCE"] = "1"
     code, server = block.code, None
     if "127.0.0.1:8000/v1" in code:  # an OpenAI-compatible model server

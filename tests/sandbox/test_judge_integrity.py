@@ -1,7 +1,7 @@
 """Judge integrity: no program earns more than an honest null program, no hidden test leaks.
 
-Every env that judges code runs the hack catalogue of ``tests/helpers/hacks.py`` (always-equal objects,
-early exits, patched builtins and harness internals, shadowed names, forged reports and
+Every env that judges code runs the hack catalogue of ``tests/helpers/hacks.py`` (always-equal
+objects, early exits, patched builtins and harness internals, shadowed names, forged reports and
 verdicts, signals, stalled and detached processes, exhausted limits): `mas/Code-v0` (stdin
 problems with the tester's cases as feedback, function problems, HumanEval script tests), the
 math tool (`mas/Math-v0`) and the `*Code` games. A hack's reward may not exceed the best honest
@@ -135,8 +135,8 @@ def _script_problems() -> list[str]:
 
 # The slow sweeps check the judge on more problems; how the sandbox starts a program is not what
 # they vary. The catalogue's quick tests above (the slow hacks included) run both ways, and
-# tests/sandbox/test_sandbox_pool.py checks that pool and cold runs give the same results: the sweeps
-# run through the warm pool (the default) only, which halves the slow tier's cost here.
+# tests/sandbox/test_sandbox_pool.py checks that pool and cold runs give the same results: the
+# sweeps run through the warm pool (the default) only, which halves the slow tier's cost here.
 _POOL_ONLY = pytest.mark.parametrize("sandbox_runs", ["pool"], indirect=True)
 
 

@@ -1,7 +1,7 @@
 """The warm sandbox pool: same results as cold runs, nothing carried from one run to the next.
 
-``tests/sandbox/test_sandbox.py`` runs every normal and hostile program of the sandbox both through the
-pool and cold. This file checks what is particular to the pool: honest programs give the same
+``tests/sandbox/test_sandbox.py`` runs every normal and hostile program of the sandbox both through
+the pool and cold. This file checks what is particular to the pool: honest programs give the same
 results both ways (many of them), a run cannot leave anything for the next run of the same
 worker (files, processes, modules, environment, signal handlers, network state, ...), the
 zygote's memory never holds a program or its data, a worker that dies is replaced, and the pool

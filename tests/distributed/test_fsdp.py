@@ -64,9 +64,10 @@ def _rank(rank: int, world: int, folder: str, master: str) -> None:
     from mas_trainer.models import build_tiny_model
 
     torch.set_num_threads(1)
-    # The Ray learner actor's load, outside Ray: rank 0 loads the whole model, rank 1 builds it
-    # on the meta device; init_group joins the group, make_learner shards and sends the weights.
-    body = LearnerActorBody(ModelConfig(name="tiny:tiny"), 0, None, 1, rank, world, master, "fsdp")
+    # The Ray learner actor's load, outside Ray, of a model folder (as an 8B run's, or a resumed
+    # checkpoint's): rank 0 loads the whole model, rank 1 builds it from the folder's config on
+    # the meta device; init_group joins the group, make_learner shards and sends the weights.
+    body = LearnerActorBody(ModelConfig(), 0, f"{folder}/model", 1, rank, world, master, "fsdp")
     loaded = _materialised(body.model)
     body.init_group()
     body.make_learner(_kwargs(body.tokenizer))
@@ -129,8 +130,11 @@ def sharded(tmp_path_factory):
     import torch.multiprocessing as mp
 
     from mas_trainer.distributed.build import free_port
+    from mas_trainer.models import build_tiny_model
 
     folder = str(tmp_path_factory.mktemp("fsdp"))
+    for part in build_tiny_model("tiny", seed=0):  # the model and its tokenizer
+        part.save_pretrained(f"{folder}/model")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     mp.spawn(_rank, args=(2, folder, f"127.0.0.1:{free_port()}"), nprocs=2)
     out = torch.load(f"{folder}/out.pt", weights_only=False)

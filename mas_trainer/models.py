@@ -331,7 +331,10 @@ def load_model(
         name_or_path: ``"tiny:<preset>"`` builds a model in code (see ``PRESETS``); an existing
             local folder is loaded with ``from_pretrained``; anything else is tried as a hub id
             (needs network access, which the dev machines lack).
-        device: torch device string, e.g. ``"cpu"`` or ``"cuda"``.
+        device: torch device string, e.g. ``"cpu"`` or ``"cuda"``; ``"meta"`` builds the model
+            from its config with no weights at all (no memory, nothing read but the config): an
+            FSDP rank that receives its shards from rank 0
+            (:func:`~mas_trainer.distributed.learners.shard_model`).
         dtype: Parameter dtype (default float32).
         seed: Weight seed for ``tiny:`` models.
 
@@ -367,7 +370,15 @@ def load_model(
     source = str(path) if looks_local else name_or_path
     try:
         tokenizer = load_tokenizer(source)
-        model: Any = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
+        if device == "meta":
+            from transformers import AutoConfig
+
+            with torch.device("meta"):
+                model: Any = AutoModelForCausalLM.from_config(
+                    AutoConfig.from_pretrained(source), dtype=dtype
+                )
+        else:
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype)
     except OSError as e:
         raise FileNotFoundError(f"could not load model {name_or_path!r} ({e}); {hint}") from e
     model.to(device)

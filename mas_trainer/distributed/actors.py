@@ -35,7 +35,10 @@ def _load(model_cfg: ModelConfig, seed: int, source: str, device: str) -> tuple[
 
 def _gpu_ids() -> list[Any]:
     """The GPUs Ray gave this actor (none outside Ray)."""
-    import ray
+    try:
+        import ray
+    except ImportError:  # no Ray installed: a body run in a plain process (tests)
+        return []
 
     return list(ray.get_gpu_ids()) if ray.is_initialized() else []
 
@@ -173,10 +176,13 @@ class LearnerActorBody:
         _setup_threads(threads)
         self.rank, self.world, self.master = rank, world, master
         self.sharded = sharding == "fsdp" and world > 1
-        # The rank's own GPU; an FSDP rank loads on the CPU and shards onto it (no GPU holds the
-        # whole fp32 model).
+        # The rank's own GPU. FSDP: rank 0 loads the whole model on the CPU and the other ranks
+        # build it on the meta device (no weights); all shard onto their GPUs and rank 0 sends
+        # the weights (make_learner). No GPU holds the whole fp32 model, and one host does.
         self.device = load_device(model_cfg.device, _gpu_ids())
         staged = load_device(model_cfg.device, _gpu_ids(), staging=self.sharded)
+        if self.sharded and rank > 0:
+            staged = "meta"
         source = path or model_name or model_cfg.name
         self.model, self.tokenizer = _load(model_cfg, seed, source, staged)
         self.learner: Any = None
@@ -197,7 +203,7 @@ class LearnerActorBody:
             backend, init_method=f"tcp://{self.master}", rank=self.rank, world_size=self.world
         )
         self._group_ready = True
-        if self.sharded:  # the same source on every rank; FSDP shards it from the CPU
+        if self.sharded:  # rank 0's weights reach the others as they shard (make_learner)
             return
         # Replicas start identical, but make sure (a resumed rank could differ).
         with torch.no_grad():
@@ -216,7 +222,7 @@ class LearnerActorBody:
         if not self.sharded:
             self.learner = DataParallelLearner(self.model, **kwargs)
         elif self.learner is None:
-            self.learner = FSDPLearner(self.model, device=self.device, **kwargs)
+            self.learner = FSDPLearner(self.model, device=self.device, from_rank0=True, **kwargs)
         else:  # the model is sharded already: a new learner (fresh optimizer) on the same shards
             self.learner = FSDPLearner(self.model, root=self.learner.root, **kwargs)
 

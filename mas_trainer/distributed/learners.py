@@ -23,7 +23,9 @@ make another (equally shuffled) partition of the samples than the single learner
   (:meth:`FSDPLearner.full_weights`). Checkpoints (:meth:`~mas_trainer.learner.Learner.save`)
   are torch distributed checkpoints: each rank writes its own shards of the fp32 weights and
   AdamW state, and nothing is gathered; they load, resharded, on any number of ranks, or into
-  one unsharded learner.
+  one unsharded learner. At the start only rank 0 loads the whole model (on the CPU); the other
+  ranks build it on the meta device and receive their shards from rank 0
+  (:func:`shard_model` with ``from_rank0``), so host memory holds one whole model per group.
 
 FSDP's all-gathers are collectives: every rank must run the same number of forward passes, in the
 same order. A rank with fewer micro-batches than another runs copies of one of its own with an
@@ -153,7 +155,11 @@ class CompletionLM(torch.nn.Module):
 
 
 def shard_model(
-    model: Any, param_dtype: torch.dtype | None, device: str | torch.device | None = None
+    model: Any,
+    param_dtype: torch.dtype | None,
+    device: str | torch.device | None = None,
+    *,
+    from_rank0: bool = False,
 ) -> CompletionLM:
     """Shard ``model`` in place over the default process group with FSDP2.
 
@@ -166,6 +172,13 @@ def shard_model(
     in their own dtype (the fp32 masters); ``param_dtype`` (e.g. bf16) is what forward and
     backward compute in, with gradients reduced in fp32.
 
+    With ``from_rank0`` only rank 0's ``model`` holds weights; the other ranks built theirs on the
+    meta device (:func:`~mas_trainer.models.load_model` with ``device="meta"``: no weight memory).
+    Every rank shards its model, the meta ranks allocate their shards (``to_empty``), and rank 0
+    sends the weights one tensor at a time (:func:`_load_from_rank0`), so no rank other than 0 ever
+    holds more than its shards and one whole tensor. The shards are the ones every rank would have
+    cut from a whole model of its own.
+
     Returns:
         The root module to call (``root(input_ids, positions, targets, temperature, top_p)
         -> (log-probs, entropy or None)``).
@@ -174,13 +187,47 @@ def shard_model(
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     where = torch.device(device) if device is not None else next(model.parameters()).device
+    if where.type == "meta":
+        raise ValueError("shard_model: a model on the meta device needs device= (the shards')")
     mesh = init_device_mesh(where.type, (dist.get_world_size(),))
     mp = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=torch.float32)
     root = CompletionLM(model)
+    # Rank 0's whole tensors (references: sharding copies each rank's part out of them).
+    whole = root.state_dict() if from_rank0 and dist.get_rank() == 0 else {}
     for layer in model.get_decoder().layers:
         fully_shard(layer, mesh=mesh, mp_policy=mp)
     fully_shard(root, mesh=mesh, mp_policy=mp)
+    if from_rank0:
+        _load_from_rank0(root, whole, where)
     return root
+
+
+def _load_from_rank0(root: torch.nn.Module, whole: dict[str, Any], device: Any) -> None:
+    """Fill every rank's shards of ``root`` (sharded by FSDP2) from rank 0's whole tensors.
+
+    Args:
+        root: The sharded model; on ranks other than 0 its tensors may be on the meta device
+            (they are allocated on ``device`` first, shards only).
+        whole: On rank 0, ``root``'s state dict taken before sharding; ``{}`` on the others.
+        device: Where the shards live.
+
+    The state dict goes through torch's ``set_model_state_dict(broadcast_from_rank0=True)``, one
+    tensor at a time; the non-persistent buffers (RoPE's ``inv_freq``), which no state dict
+    holds, are copied from rank 0's. A collective: every rank calls it.
+    """
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_model_state_dict
+
+    if any(t.is_meta for t in [*root.parameters(), *root.buffers()]):
+        root.to_empty(device=device)  # FSDP2's _apply allocates each parameter's shard only
+    options = StateDictOptions(full_state_dict=True, broadcast_from_rank0=True)
+    set_model_state_dict(root, whole, options=options)
+    saved = set(root.state_dict())
+    buffers = {n: b for n, b in root.named_buffers() if n not in saved}
+    sent: list[Any] = [{n: b.cpu() for n, b in buffers.items()} if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(sent, src=0)  # small tensors; a shape mismatch fails in copy_
+    with torch.no_grad():
+        for name, buffer in buffers.items():
+            buffer.copy_(sent[0][name])
 
 
 def _is_dtensor(t: Any) -> bool:
@@ -207,12 +254,15 @@ class FSDPLearner(RankLearner):
     """A :class:`Learner` whose model is sharded with FSDP2 across the group (module docstring).
 
     Args:
-        model: The whole model, the same weights on every rank; sharded in place.
+        model: The whole model, the same weights on every rank (or, with ``from_rank0``, on
+            rank 0 only); sharded in place.
         dtype: The compute dtype (``model.autocast``), FSDP's ``MixedPrecisionPolicy.param_dtype``;
             None computes in the parameters' dtype.
         root: The root of a model this group sharded already (``learner.root``: a new learner,
             with a fresh optimizer, on the same shards; e.g. RL after the warm start).
         device: Where the shards live (:func:`shard_model`; default: where the model is).
+        from_rank0: Only rank 0's ``model`` holds weights, the other ranks' are on the meta
+            device; rank 0 sends them (:func:`shard_model`).
         **kwargs: As :class:`~mas_trainer.learner.Learner` (no ``adapter``, no ``kl_coef``).
 
     Every method is a collective: call it on every rank of the group, in the same order.
@@ -225,6 +275,7 @@ class FSDPLearner(RankLearner):
         dtype: torch.dtype | None = None,
         root: CompletionLM | None = None,
         device: str | None = None,
+        from_rank0: bool = False,
         **kwargs: Any,
     ) -> None:
         if kwargs.get("adapter") is not None:
@@ -234,7 +285,9 @@ class FSDPLearner(RankLearner):
                 "algo.kl_coef > 0 with run.ray_sharding fsdp: the KL reference model is not "
                 "sharded; use run.ray_sharding replicate, or kl_coef 0 (the paper's setting)"
             )
-        self.root = root if root is not None else shard_model(model, dtype, device)
+        if root is None:
+            root = shard_model(model, dtype, device, from_rank0=from_rank0)
+        self.root = root
         kwargs["share_prompts"] = False  # one decoder call per micro-batch on every rank
         super().__init__(model, dtype=None, **kwargs)
 

@@ -1,9 +1,11 @@
 """FSDP2 learners on the CPU (gloo): two sharded ranks against one unsharded learner.
 
 One ``torch.multiprocessing`` spawn of 2 ranks runs, on the tiny model (tied embeddings, as
-Qwen3-1.7B): an fp32 update, a save / resume of the sharded state, and a bf16 mixed-precision
-update (FSDP2's ``MixedPrecisionPolicy``); rank 0 writes the gathered results, and the tests
-compare them with a :class:`~mas_trainer.learner.Learner` in this process on all the samples.
+Qwen3-1.7B): the Ray learner actor's load (rank 0 loads the weights, rank 1 builds the model on
+the meta device and receives its shards), an fp32 update, a save / resume of the sharded state,
+and a bf16 mixed-precision update (FSDP2's ``MixedPrecisionPolicy``); rank 0 writes the gathered
+results, and the tests compare them with a :class:`~mas_trainer.learner.Learner` in this process
+on all the samples.
 """
 
 from __future__ import annotations
@@ -45,19 +47,38 @@ def _kwargs(tok, dtype=None):
                 dtype=dtype)  # fmt: skip
 
 
-def _rank(rank: int, world: int, folder: str) -> None:
-    """One rank: fp32 update + save/resume, then a bf16 update; rank 0 saves what it saw."""
+def _materialised(model) -> int:
+    """Bytes of ``model``'s parameters and buffers that hold memory (not on the meta device)."""
+    return sum(t.nbytes for t in [*model.parameters(), *model.buffers()] if not t.is_meta)
+
+
+def _rank(rank: int, world: int, folder: str, master: str) -> None:
+    """One rank: the actor's load and an update, an fp32 update + save/resume of a learner
+    loaded whole on every rank, then a bf16 update; rank 0 saves what it saw."""
     import torch.distributed as dist
 
+    from mas_trainer.config import ModelConfig
+    from mas_trainer.distributed.actors import LearnerActorBody
     from mas_trainer.distributed.handles import shard_samples
     from mas_trainer.distributed.learners import FSDPLearner
     from mas_trainer.models import build_tiny_model
 
     torch.set_num_threads(1)
-    dist.init_process_group(
-        "gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=world
-    )
+    # The Ray learner actor's load, outside Ray, of a model folder (as an 8B run's, or a resumed
+    # checkpoint's): rank 0 loads the whole model, rank 1 builds it from the folder's config on
+    # the meta device; init_group joins the group, make_learner shards and sends the weights.
+    body = LearnerActorBody(ModelConfig(), 0, f"{folder}/model", 1, rank, world, master, "fsdp")
+    loaded = _materialised(body.model)
+    body.init_group()
+    body.make_learner(_kwargs(body.tokenizer))
     out = {}
+    every: list = [None] * world
+    sharded_bytes = sum(p.to_local().nbytes for p in body.model.parameters())
+    nonpersistent = set(dict(body.model.named_buffers())) - set(body.model.state_dict())
+    buffers = {n: t.clone() for n, t in body.model.named_buffers() if n in nonpersistent}
+    dist.all_gather_object(every, (loaded, sharded_bytes, buffers))
+    out["actor_load"] = every
+    out["actor_weights"] = body.learner.full_weights()
 
     def learner(dtype=None):
         model, tok = build_tiny_model("tiny", seed=0)
@@ -70,7 +91,9 @@ def _rank(rank: int, world: int, folder: str) -> None:
         ranked.dp_steps = steps
         return ranked.update(shards[rank])
 
-    a, tok = learner()
+    out["actor_metrics"] = step(body.learner, body.tokenizer)
+    out["actor_stepped"] = body.learner.full_weights()
+    a, tok = learner()  # the model whole on every rank before sharding
     out["fp32_metrics"] = step(a, tok)
     out["fp32_weights"] = a.full_weights()
     a.save(f"{folder}/ckpt")  # each rank writes its own shards
@@ -106,9 +129,14 @@ def _moments(learner):
 def sharded(tmp_path_factory):
     import torch.multiprocessing as mp
 
+    from mas_trainer.distributed.build import free_port
+    from mas_trainer.models import build_tiny_model
+
     folder = str(tmp_path_factory.mktemp("fsdp"))
+    for part in build_tiny_model("tiny", seed=0):  # the model and its tokenizer
+        part.save_pretrained(f"{folder}/model")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    mp.spawn(_rank, args=(2, folder), nprocs=2)
+    mp.spawn(_rank, args=(2, folder, f"127.0.0.1:{free_port()}"), nprocs=2)
     out = torch.load(f"{folder}/out.pt", weights_only=False)
     out["checkpoint"] = f"{folder}/ckpt"
     return out
@@ -152,6 +180,38 @@ def test_fp32_sharded_update_equals_the_unsharded_one(sharded):
         for n, p in model.named_parameters()
     )
     assert same > 0.999 * sum(p.numel() for p in model.parameters())
+
+
+def test_only_rank_0_loads_the_model_and_the_others_receive_their_shards(sharded):
+    """The learner actor of an FSDP rank other than 0 holds no weight before sharding (its model
+    is on the meta device) and its shards after; the shards, the non-persistent buffers (RoPE's
+    ``inv_freq``, in no state dict) and the first update are bit for bit those of ranks that each
+    loaded the whole model (the old load, which held the whole fp32 model in every rank's host
+    memory: rank 1 had 2.1 MB materialised here)."""
+    from mas_trainer.models import build_tiny_model
+
+    model, _ = build_tiny_model("tiny", seed=0)
+    whole = _materialised(model)
+    (loaded0, shards0, buffers0), (loaded1, shards1, buffers1) = sharded["actor_load"]
+    assert loaded0 == whole and loaded1 == 0
+    params = sum(p.nbytes for p in model.parameters())
+    assert shards0 + shards1 == params and max(shards0, shards1) < 0.6 * params
+    reference = dict(model.named_buffers())
+    names = {"model.rotary_emb.inv_freq", "model.rotary_emb.original_inv_freq"}
+    assert set(buffers0) == set(buffers1) == names
+    for name in names:
+        assert torch.equal(buffers0[name], reference[name]), name
+        assert torch.equal(buffers1[name], reference[name]), name
+    for name, t in model.state_dict().items():
+        assert torch.equal(sharded["actor_weights"][name], t), name
+
+    # The first update, against the learner whose ranks each loaded the whole model.
+    def steps(metrics):  # all but the timings
+        return {k: v for k, v in metrics.items() if not k.startswith("perf/")}
+
+    assert steps(sharded["actor_metrics"]) == steps(sharded["fp32_metrics"])
+    for name, t in sharded["fp32_weights"].items():
+        assert torch.equal(sharded["actor_stepped"][name], t), name
 
 
 def test_sharded_supervised_step_weighs_roles_over_the_whole_group(sharded):

@@ -191,6 +191,18 @@ def test_save_pretrained_round_trip_with_auto_classes(tmp_path: Path) -> None:
     # load_model goes through the same path and returns an eval-mode model.
     model3, tok3 = load_model(str(tmp_path))
     assert not model3.training and len(tok3) == 259
+    # On the meta device: the same model (class, names, shapes, dtypes, tied embeddings), no
+    # weight memory (an FSDP rank that receives its shards from rank 0).
+    empty, _ = load_model(str(tmp_path), device="meta")
+    assert type(empty) is type(model3) and not empty.training
+    assert all(t.is_meta for t in [*empty.parameters(), *empty.buffers()])
+
+    def shapes(model):
+        tensors = [*model.state_dict().items(), *model.named_buffers()]
+        return {n: (t.shape, t.dtype) for n, t in tensors}
+
+    assert shapes(empty) == shapes(model3)
+    assert empty.get_output_embeddings().weight is empty.get_input_embeddings().weight
 
 
 def test_load_model_tiny_prefix_and_clear_errors(tmp_path: Path) -> None:

@@ -71,16 +71,18 @@ def test_a_transformers_rollout_actor_loads_on_its_own_gpu_or_refuses(monkeypatc
 
 
 @pytest.mark.parametrize(
-    ("world", "sharding", "staged"), [(2, "fsdp", "cpu"), (2, "replicate", "cuda:0")]
+    ("rank", "sharding", "staged"),
+    [(0, "fsdp", "cpu"), (1, "fsdp", "meta")] + [(r, "replicate", "cuda:0") for r in (0, 1)],
 )
 def test_a_sharded_learner_rank_loads_on_the_cpu_and_shards_onto_its_gpu(
-    monkeypatch, loads, world, sharding, staged
+    monkeypatch, loads, rank, sharding, staged
 ):
-    """An FSDP rank never holds the whole fp32 model on its GPU: it loads on the CPU, and
+    """An FSDP rank never holds the whole fp32 model on its GPU: rank 0 loads it on the CPU, the
+    other ranks build it on the meta device (no weights: rank 0 sends them their shards), and
     ``fully_shard`` moves one unit at a time to ``body.device``; a replica loads on its own GPU."""
     cfg = build_config("plan-path-tiny", overrides=["--model.device", "cuda"])
     monkeypatch.setattr(actors, "_gpu_ids", lambda: [1])
-    body = actors.LearnerActorBody(cfg.model, 0, None, 1, 0, world, "h:1", sharding)
+    body = actors.LearnerActorBody(cfg.model, 0, None, 1, rank, 2, "h:1", sharding)
     assert loads == [staged]
     assert body.device == "cuda:0"
 

@@ -56,7 +56,8 @@ PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 ILLUSTRATION = "<!-- illustration -->"
 FILE_MARKER = re.compile(r"^<!-- file: (\S+) -->$")
 SHELL_LANGS = {"bash", "sh", "shell", "console"}
-FENCE = re.compile(r"^( *)(`{3,}|~{3,})(\S*)")
+# an opening fence: its info string (language first) has no backtick (else it is inline code)
+FENCE = re.compile(r"^( *)(`{3,}|~{3,}) *([^`\s]*)[^`]*$")
 # commands the recorder stands in for (found on PATH; nothing else is)
 COMMANDS = [
     *("mas-train", "mas-eval", "mas-leaderboard", "mas-data", "mas-openenv", "mas-demo"),
@@ -74,6 +75,8 @@ EXTERNAL = {"ray", "vllm", "vf-eval", "cp", "ls", "git", "docker", "apt-get", "s
 # the repository's top-level folders: an argument that starts with one names a file here
 REPO_DIRS = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
 REPO_DIRS -= {"runs", "data", "dist", "build", "site"}  # outputs
+# the publishers' files, in small: what `mas-data prepare` reads from raw/NAME
+RAW_DATA = ROOT / "tests" / "fixtures" / "datasets"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = set(PYPROJECT["project"]["optional-dependencies"])
 MARKERS = {m.split(":")[0] for m in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
@@ -112,7 +115,8 @@ def read_page(path: Path) -> Page:
         if m := FENCE.match(line):
             indent, fence, lang = len(m[1]), m[2], m[3]
             end = i + 1
-            while end < len(lines) and not lines[end].strip().startswith(fence):
+            closing = re.compile(re.escape(fence[0]) + f"{{{len(fence)},}}")  # no info string
+            while end < len(lines) and not closing.fullmatch(lines[end].strip()):
                 end += 1
             code = "\n".join(s[indent:] for s in lines[i + 1 : end]) + "\n"
             count += 1
@@ -217,6 +221,7 @@ def record(block: Block, folder: Path) -> list[Call]:
         (folder / name).chmod(0o755)
     for name in REPO_DIRS:  # `cd benchmarks` works
         (folder / name).mkdir(exist_ok=True)
+    (folder / "raw").symlink_to(RAW_DATA)  # mas-data prepare NAME --from raw/NAME
     log = folder / ".calls"
     log.touch()
     env = {"PATH": str(shims), "SNIPPET_LOG": str(log), "HOME": str(folder)}
@@ -483,14 +488,18 @@ def run_for_real(call: Call, folder: Path) -> str:
     return ""
 
 
-def is_instant(call: Call) -> bool:
+def is_instant(call: Call, folder: Path) -> bool:
     """Commands cheap enough to run for real in the quick suite."""
     name = call.name.removeprefix(".venv/bin/")
     args = call.args
     if "--help" in args or "-h" in args:
         return name.startswith("mas-")
-    if name == "mas-data":
-        return args[:1] == ["list"]
+    if name == "mas-data":  # list; prepare from the fixture of the publisher's files
+        if args[:1] == ["list"]:
+            return True
+        source = args[args.index("--from") + 1] if "--from" in args else ""
+        # the fixture holds a few problems: no --validation 500 split out of them
+        return bool(source) and (folder / call.cwd / source).exists() and "--validation" not in args
     if name == "mas-eval":
         i = args.index("--policy") if "--policy" in args else -1
         return i >= 0 and args[i + 1] in INSTANT_EVAL_POLICIES
@@ -517,7 +526,7 @@ def check(call: Call, folder: Path) -> str:
     if name in ("python", "python3"):
         return check_python(call, folder)
     if name.startswith("mas-"):
-        return check_cli(call) or (run_for_real(call, folder) if is_instant(call) else "")
+        return check_cli(call) or (run_for_real(call, folder) if is_instant(call, folder) else "")
     return f"`{call}`: the runner has no check for {call.name!r}"
 
 
@@ -594,3 +603,46 @@ def test_cheap_commands_run_for_real(block: Block, tmp_path: Path) -> None:
     assert calls, f"{block.id}: no command to run (the pattern that chose it is stale)"
     errors = [e for c in calls if (e := run_for_real(c, tmp_path))]
     assert not errors, f"{block.id}:\n" + "\n".join(errors)
+
+
+def test_every_fenced_block_names_its_language():
+    """A bare fence could hide a command from this runner: every block says what it holds
+    (``bash`` is checked here, ``python`` by test_snippets.py, ``text``/``toml`` are read)."""
+    bare = []
+    for page in PAGES:
+        lines, inside = page.read_text().splitlines(), None
+        for n, line in enumerate(lines, 1):
+            if inside is None and (m := FENCE.match(line)):
+                inside = re.compile(re.escape(m[2][0]) + f"{{{len(m[2])},}}")
+                if not m[3]:
+                    bare.append(f"{page.relative_to(ROOT)}:{n}")
+            elif inside is not None and inside.fullmatch(line.strip()):
+                inside = None
+    assert not bare, f"fences without a language: {bare}"
+
+
+def test_the_sandbox_page_shows_the_command_bubblewrap_gets(monkeypatch):
+    """docs/sandbox.md quotes the bubblewrap command line as built by ``bwrap_command``, on the
+    page's machine (root, pyenv's Python 3.11.7, /bin and /lib links into /usr): the page's
+    block is that command, placeholders for the descriptors and the launcher's source."""
+    from mas_envs.sandbox import modes
+
+    text = (ROOT / "docs" / "sandbox.md").read_text()
+    quoted = re.search(r"^```text\n(bwrap .*?)^```", text, re.M | re.S)
+    assert quoted, "docs/sandbox.md: no ```text block that starts with bwrap"
+    python = "/root/.pyenv/versions/3.11.7"
+    links = {"/bin": "usr/bin", "/sbin": "usr/sbin", "/lib": "usr/lib", "/lib64": "usr/lib64"}
+    monkeypatch.setattr(modes, "interpreter", lambda: f"{python}/bin/python3.11")
+    monkeypatch.setattr(modes, "interpreter_roots", lambda: [python])
+    monkeypatch.setattr(modes, "launcher_source", lambda: "<launcher source>")
+    monkeypatch.setattr(modes.os.path, "islink", lambda path: path in links)
+    monkeypatch.setattr(modes.os, "readlink", links.__getitem__)
+    mode = modes.Mode(bwrap="bwrap", drop_uid=True, userns=False, cgroup=True, seccomp=True)
+    cmd = modes.bwrap_command(
+        mode,
+        64 << 20,  # runner.TMPFS_BYTES
+        "<spec fd>",  # type: ignore[arg-type]  # the placeholders the page shows
+        ("<info>", "<block>"),  # type: ignore[arg-type]
+        "<filter>",  # type: ignore[arg-type]
+    )
+    assert " ".join(quoted[1].split()) == " ".join(cmd)

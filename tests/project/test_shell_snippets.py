@@ -72,9 +72,10 @@ PATH_COMMANDS = [
 ]
 # third-party programs: only their repository paths are checked
 EXTERNAL = {"ray", "vllm", "vf-eval", "cp", "ls", "git", "docker", "apt-get", "sudo"}
-# the repository's top-level folders: an argument that starts with one names a file here
-REPO_DIRS = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
-REPO_DIRS -= {"runs", "data", "dist", "build", "site"}  # outputs
+# the repository's folders (not its outputs: runs/, data/): an argument that starts with one
+# names a file of the repository
+REPO_DIRS = {"mas_envs", "mas_trainer", "benchmarks", "experiments", "scripts", "docs", "tests"}
+REPO_DIRS |= {"leaderboards", "environments"}
 # the publishers' files, in small: what `mas-data prepare` reads from raw/NAME
 RAW_DATA = ROOT / "tests" / "fixtures" / "datasets"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
@@ -309,6 +310,8 @@ def parses(program: Callable[[], object], argv: list[str]) -> tuple[str, Parsed 
     with (
         stop_after_parsing(),
         mock.patch.object(sys, "argv", ["prog", *argv]),
+        mock.patch.object(sys, "path", list(sys.path)),  # a script may add its folder
+        mock.patch.dict(os.environ),  # or set a variable (bench_vs_trl: HF_HUB_OFFLINE)
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(stderr),
     ):
@@ -336,10 +339,11 @@ def check_overrides(overrides: list[str], preset: str | None = None) -> str:
 def check_mas_train(call: Call, folder: Path) -> str:
     from mas_trainer.cli import train_main
 
-    args = [a for a in call.args if a not in ("--plan",)]
-    if "--gpu-gib" in args:  # --plan's option
+    args = [a for a in call.args if a != "--plan"]
+    if "--gpu-gib" in args:  # --plan's option: a number of GiB
         i = args.index("--gpu-gib")
-        float(args[i + 1])
+        if not re.fullmatch(r"\d+(\.\d+)?", args[i + 1]):
+            return f"`{call}`: --gpu-gib {args[i + 1]!r} is no number of GiB"
         del args[i : i + 2]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -380,8 +384,8 @@ def check_python(call: Call, folder: Path) -> str:
         return check_pytest(call, args[2:])
     if args[:1] == ["-m"]:
         module = args[1]
-        if module == "timeit":
-            return ""  # run for real in the slow test; its code is compiled there
+        if module == "timeit":  # compiled here, timed in the slow test
+            return check_timeit(call, args[2:])
         if module.startswith("vllm"):  # vLLM's own server, in .venv-vllm
             return ""
         error, _ = parses(lambda: runpy.run_module(module, run_name="__main__"), args[2:])
@@ -395,11 +399,11 @@ def check_python(call: Call, folder: Path) -> str:
 
 
 def check_script(call: Call, script: Path, argv: list[str]) -> str:
-    sys.path.insert(0, str(script.parent))
-    try:
-        error, parsed = parses(lambda: runpy.run_path(str(script), run_name="__main__"), argv)
-    finally:
-        sys.path.remove(str(script.parent))
+    def run() -> None:
+        sys.path.insert(0, str(script.parent))  # as `python SCRIPT` has it: siblings import
+        runpy.run_path(str(script), run_name="__main__")
+
+    error, parsed = parses(run, argv)
     if error:
         return f"`{call}`: {error}"
     if parsed is None:
@@ -412,6 +416,17 @@ def check_script(call: Call, script: Path, argv: list[str]) -> str:
         for p in presets or [preset]:
             if error := check_overrides(list(overrides), p):
                 return f"`{call}`: {error}"
+    return ""
+
+
+def check_timeit(call: Call, args: list[str]) -> str:
+    """``python -m timeit [-s SETUP] STMT``: the setup and the statement compile."""
+    code = [a for a in args if not a.startswith("-")]  # SETUP and STMT (a number compiles too)
+    for text in code:
+        try:
+            compile(text, str(call), "exec")
+        except SyntaxError as err:
+            return f"`{call}`: {err}"
     return ""
 
 
@@ -588,10 +603,9 @@ def runs_in_the_slow_suite(call: Call) -> bool:
     return False
 
 
-SLOW_BLOCKS = []
-for _block in ALL:
-    if not _block.illustration and re.search(r"--plan|timeit|--quick|--dry-run", _block.code):
-        SLOW_BLOCKS.append(_block)
+SLOW_BLOCKS = [
+    b for b in ALL if not b.illustration and re.search(r"--plan|timeit|--quick|--dry-run", b.code)
+]
 
 
 @pytest.mark.slow
@@ -625,7 +639,7 @@ def test_the_sandbox_page_shows_the_command_bubblewrap_gets(monkeypatch):
     """docs/sandbox.md quotes the bubblewrap command line as built by ``bwrap_command``, on the
     page's machine (root, pyenv's Python 3.11.7, /bin and /lib links into /usr): the page's
     block is that command, placeholders for the descriptors and the launcher's source."""
-    from mas_envs.sandbox import modes
+    from mas_envs.sandbox import modes, runner
 
     text = (ROOT / "docs" / "sandbox.md").read_text()
     quoted = re.search(r"^```text\n(bwrap .*?)^```", text, re.M | re.S)
@@ -638,11 +652,8 @@ def test_the_sandbox_page_shows_the_command_bubblewrap_gets(monkeypatch):
     monkeypatch.setattr(modes.os.path, "islink", lambda path: path in links)
     monkeypatch.setattr(modes.os, "readlink", links.__getitem__)
     mode = modes.Mode(bwrap="bwrap", drop_uid=True, userns=False, cgroup=True, seccomp=True)
+    # the descriptors as the page's placeholders (the function only formats them)
     cmd = modes.bwrap_command(
-        mode,
-        64 << 20,  # runner.TMPFS_BYTES
-        "<spec fd>",  # type: ignore[arg-type]  # the placeholders the page shows
-        ("<info>", "<block>"),  # type: ignore[arg-type]
-        "<filter>",  # type: ignore[arg-type]
+        mode, runner.TMPFS_BYTES, "<spec fd>", ("<info>", "<block>"), "<filter>"
     )
     assert " ".join(quoted[1].split()) == " ".join(cmd)

@@ -187,11 +187,16 @@ def test_the_extractor_finds_every_code_block_mkdocs_renders():
 
 # ---------------------------------------------------------------------------- running a block
 
+# a call's record: its name, folder, the variables the block set (NAME=VALUE), "--", arguments
 RECORDER = """#!/bin/bash
-printf '%s\\0' "$0" "$PWD" "$@" $'\\x1e' >> "$SNIPPET_LOG"
+env=()
+for name in $(compgen -e); do
+    case $name in PATH|HOME|PWD|OLDPWD|SHLVL|_|SNIPPET_LOG) ;; *) env+=("$name=${!name}") ;; esac
+done
+printf '%s\\0' "$0" "$PWD" "${env[@]}" -- "$@" $'\\x1e' >> "$SNIPPET_LOG"
 """
 PRELUDE = """command_not_found_handle() {
-    printf '%s\\0' "!unknown" "$PWD" "$@" $'\\x1e' >> "$SNIPPET_LOG"; return 127
+    printf '%s\\0' "!unknown" "$PWD" -- "$@" $'\\x1e' >> "$SNIPPET_LOG"; return 127
 }
 """
 
@@ -199,11 +204,12 @@ PRELUDE = """command_not_found_handle() {
 @dataclass(frozen=True)
 class Call:
     """One command the block ran: its name (as written), the folder it ran in (relative to the
-    block's folder) and its arguments."""
+    block's folder), its arguments and the environment variables the block set for it."""
 
     name: str
     cwd: Path
     args: list[str]
+    env: dict[str, str]
 
     def __str__(self) -> str:
         return shlex.join([self.name, *self.args])
@@ -241,11 +247,12 @@ def record(block: Block, folder: Path) -> list[Call]:
         fields = entry.split("\0")[:-1]
         if not fields:
             continue
-        name, cwd, args = fields[0], Path(fields[1]), fields[2:]
+        name, cwd, rest = fields[0], Path(fields[1]), fields[2:]
+        cut = rest.index("--")
+        env = dict(v.split("=", 1) for v in rest[:cut])
         if name.startswith(str(folder)):
-            name = str(Path(name).relative_to(folder))
-            name = name.removeprefix(".shims/")
-        calls.append(Call(name, cwd.relative_to(folder), args))
+            name = str(Path(name).relative_to(folder)).removeprefix(".shims/")
+        calls.append(Call(name, cwd.relative_to(folder), rest[cut + 1 :], env))
     return calls
 
 
@@ -258,7 +265,7 @@ def unwrap(call: Call) -> Call:
         args = args[1:]
     else:
         return call
-    return unwrap(Call(args[0], call.cwd, args[1:]))
+    return unwrap(Call(args[0], call.cwd, args[1:], call.env))
 
 
 # ---------------------------------------------------------------------------- the checks
@@ -492,7 +499,7 @@ def run_for_real(call: Call, folder: Path) -> str:
         entry = "train_main" if name == "mas-train" else "main"
         code = f"import sys; from {module} import {entry}; sys.exit({entry}())"
         argv = [sys.executable, "-c", code, *call.args]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **call.env, "PYTHONPATH": str(ROOT)}
     out = subprocess.run(
         argv, cwd=folder / call.cwd, env=env, capture_output=True, text=True, timeout=600
     )
@@ -521,6 +528,41 @@ def is_instant(call: Call, folder: Path) -> bool:
     return False
 
 
+LOCAL_SERVER = "http://127.0.0.1:8000/v1"
+
+
+def needs_a_chat_server(call: Call) -> bool:
+    """``mas-eval --env ID --policy openai:MODEL`` against a local server in chat mode: it runs
+    against a scripted one (a tokens-mode call needs the model's tokenizer, a suite its data)."""
+    args = call.args
+    base_url = args[args.index("--base-url") + 1] if "--base-url" in args else None
+    return (
+        call.name.removeprefix(".venv/bin/") == "mas-eval"
+        and "--env" in args
+        and "--tokenizer" not in args
+        and any(a.startswith("openai:") for a in args)
+        and (base_url or call.env.get("OPENAI_BASE_URL")) == LOCAL_SERVER
+    )
+
+
+def run_with_a_chat_server(call: Call, folder: Path) -> str:
+    """Run ``call`` for real against a scripted OpenAI-compatible server on a free port."""
+    from chat_server import ChatServer  # tests/helpers
+
+    server = ChatServer(lambda messages: "4")
+    try:
+
+        def moved(text: str) -> str:
+            return text.replace(LOCAL_SERVER, server.base_url)
+
+        env = {k: moved(v) for k, v in call.env.items()}
+        error = run_for_real(Call(call.name, call.cwd, [moved(a) for a in call.args], env), folder)
+        assert error or server.requests, f"`{call}` sent no request to the server"
+    finally:
+        server.close()
+    return error
+
+
 def check(call: Call, folder: Path) -> str:
     call = unwrap(call)
     if call.name == "!unknown":
@@ -541,7 +583,13 @@ def check(call: Call, folder: Path) -> str:
     if name in ("python", "python3"):
         return check_python(call, folder)
     if name.startswith("mas-"):
-        return check_cli(call) or (run_for_real(call, folder) if is_instant(call, folder) else "")
+        if error := check_cli(call):
+            return error
+        if is_instant(call, folder):
+            return run_for_real(call, folder)
+        if needs_a_chat_server(call):
+            return run_with_a_chat_server(call, folder)
+        return ""
     return f"`{call}`: the runner has no check for {call.name!r}"
 
 

@@ -14,7 +14,7 @@ step's output is printed when it ends; the first step that fails stops every lan
   lint          ruff check, ruff format --check, mypy over both packages
   core          the envs with the core dependencies only (a fresh .venv-core: no torch, no extras)
   slow          the slow suites but the effect test: end-to-end learning, full problem-set checks,
-                the docs in a browser
+                the docs in a browser, the docs' commands that take seconds (--plan, --quick)
   vllm-ray      the vLLM (on the CPU) and Ray suites side by side, in .venv-vllm
   in the background, from the end of readme:
   effect        the default run's learning effect (tests/trainer/test_default_run_effect.py, ~19 CPU

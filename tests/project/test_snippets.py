@@ -9,7 +9,8 @@ adapter extras are) and is skipped with the install command otherwise. A block t
 ``http://127.0.0.1:8000/v1`` gets a scripted OpenAI-compatible server
 (``tests/helpers/chat_server.py``), one that talks to ``http://127.0.0.1:8000`` gets
 ``mas-openenv``, each on a free port (the block's URL is pointed there). Blocks that train a model
-are marked ``slow``.
+are marked ``slow``. The shell blocks are checked by ``test_shell_snippets.py``;
+docs/architecture.md ("Code blocks in these pages") tells doc writers both runners' rules.
 """
 
 from __future__ import annotations

@@ -75,7 +75,10 @@ def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
     for mini in learner._mini_batches(samples):
         for batch in learner._micro_batches(samples, mini):
             rows = [samples[i] for i in batch.index]
-            if batch.prefix is None:
+            if batch.packed is not None:  # one row per distinct prompt and its completions
+                slots += batch.input_ids.numel()
+                real += int((batch.packed.segments >= 0).sum())
+            elif batch.prefix is None:
                 slots += batch.input_ids.numel()
                 real += sum(s.num_tokens for s in rows)
             else:  # each distinct prompt once, plus the completions

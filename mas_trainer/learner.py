@@ -38,7 +38,12 @@ token see a pad, so no attention mask is needed (the fast causal attention path)
 runs only on the positions that predict completion tokens (prompt logits are never built). When
 several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
 runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
-without shared prompts, micro-batches are buckets of similar total length.
+without shared prompts, micro-batches are buckets of similar total length. Gradient
+checkpointing's replay of a layer drops a KV cache, so a training pass under it packs instead: one
+row per prompt, ``[prompt, completion 1, ..., completion K]``, with a block attention mask (each
+completion sees the prompt and itself) and positions restarting after the prompt, one ordinary
+forward pass (:class:`_Packed`); it is used where it costs fewer FLOPs than the plain layout
+(dense masked attention over the packed row grows with its square; :class:`_LayoutCost`).
 """
 
 from __future__ import annotations
@@ -153,23 +158,83 @@ class _Prefix:
 
 
 @dataclass
+class _Packed:
+    """One row per distinct prompt of a micro-batch: the prompt, then each of its completions
+    (u rows of L tokens). A completion attends to its prompt and causally to itself, and its
+    positions continue the prompt's, so each token sees exactly what it sees in its own row."""
+
+    position_ids: torch.Tensor  # (u, L) long: RoPE positions, 0 on padding
+    segments: torch.Tensor  # (u, L) long: 0 the prompt, k >= 1 its k-th completion, -1 padding
+    row: torch.Tensor  # (b,) long: the packed row holding each sample
+
+    def attention_mask(self, implementation: str) -> torch.Tensor:
+        """``(u, 1, L, L)``: true where a query may attend to a key (``eager``, which adds the
+        mask to the scores: 0 there, else float32's minimum). A padding query (position 0) sees
+        the prompt's first token and the padding: a query with no key would give NaN."""
+        seg, pos = self.segments, self.position_ids
+        causal = pos.unsqueeze(-1) >= pos.unsqueeze(-2)  # (u, L, L) key not after the query
+        same = seg.unsqueeze(-1) == seg.unsqueeze(-2)  # (u, L, L)
+        allowed = (causal & (same | (seg == 0).unsqueeze(-2))).unsqueeze(1)  # (u, 1, L, L)
+        if implementation == "eager":  # added to the scores
+            return torch.zeros(allowed.shape, device=seg.device).masked_fill(
+                ~allowed, torch.finfo(torch.float32).min
+            )
+        return allowed
+
+
+@dataclass
 class _Batch:
     """Tensors of a few samples (b samples, Tc = longest completion).
 
-    Plain layout (``prefix is None``): ``input_ids`` (b, L) is prompt+completion right-padded.
-    Shared-prompt layout: the prompts are in ``prefix``; ``input_ids``/``positions`` are empty.
+    Plain layout: ``input_ids`` (b, L) is prompt+completion right-padded. Shared-prompt layout:
+    the prompts are in ``prefix``; ``input_ids``/``positions`` are empty. Packed layout:
+    ``input_ids`` (u, L) holds one row per distinct prompt (``packed``); ``positions`` index the
+    row ``packed.row`` of each sample.
     """
 
-    input_ids: torch.Tensor  # (b, L) long
+    input_ids: torch.Tensor  # (b, L) long (packed: (u, L))
     positions: torch.Tensor  # (b, Tc) long: the position predicting each completion token
     targets: torch.Tensor  # (b, Tc) long: the completion tokens
     mask: torch.Tensor  # (b, Tc) bool: true on real completion tokens
     index: list[int]  # which samples of the update these rows are
     prefix: _Prefix | None = None
+    packed: _Packed | None = None
 
     @property
     def n_tokens(self) -> int:
         return int(self.mask.sum().item())
+
+
+@dataclass(frozen=True)
+class _LayoutCost:
+    """Forward FLOPs of a decoder over a ``(rows, width)`` batch: the layers' matmuls per token
+    and, per (query, key) pair, the attention scores and their product with the values. A causal
+    pass without a mask computes half the pairs (flash kernels skip the masked blocks); a packed
+    row's block mask is computed dense."""
+
+    per_token: float  # 2 x the decoder layers' parameters
+    per_pair: float  # 4 x layers x heads x head dim
+
+    @classmethod
+    def of(cls, model: Any) -> _LayoutCost:
+        decoder = model.get_decoder()
+        weights = sum(p.numel() for p in decoder.parameters())
+        weights -= decoder.get_input_embeddings().weight.numel()
+        cfg = model.config.get_text_config()
+        head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        return cls(2.0 * weights, 4.0 * cfg.num_hidden_layers * cfg.num_attention_heads * head_dim)
+
+    def __call__(self, rows: int, width: int, dense: bool) -> float:
+        pairs = width * width if dense else width * (width + 1) / 2
+        return rows * (width * self.per_token + pairs * self.per_pair)
+
+
+def packable(model: Any) -> bool:
+    """Whether ``model`` takes the packed layout's block mask: every layer full attention (no
+    sliding window) and an attention that reads a 4-D mask (``sdpa`` or ``eager``)."""
+    cfg = model.config.get_text_config()
+    layer_types = set(getattr(cfg, "layer_types", None) or ["full_attention"])
+    return layer_types == {"full_attention"} and cfg._attn_implementation in ("sdpa", "eager")
 
 
 class Learner:
@@ -208,7 +273,9 @@ class Learner:
         share_prompts: Run each distinct prompt of a micro-batch once and let its completions
             attend to its KV cache (gradients flow through it), instead of re-running the prompt
             for every one of the K candidates of a group. Same numbers, up to K times less work
-            when prompts dominate. Off under gradient checkpointing (which drops the cache).
+            when prompts dominate. Under gradient checkpointing (which drops the cache) a
+            training pass packs a prompt and its completions into one row instead, where that
+            costs fewer FLOPs than a row per sample (short completions under a long prompt).
         gradient_checkpointing: Trade compute for activation memory (large models).
         measure_change: After each update, score this share of its samples again (every
             ``1 / measure_change``-th; a no-grad forward pass over them) and report
@@ -279,7 +346,8 @@ class Learner:
         self.dtype = dtype
         self.recompute_logprobs = recompute_logprobs
         self.pad_token_id = pad_token_id
-        self.share_prompts = share_prompts and not gradient_checkpointing
+        self.share_prompts = share_prompts
+        self.gradient_checkpointing = gradient_checkpointing
         self.measure_change = measure_change
         self.device = next(model.parameters()).device
         self._rng = torch.Generator().manual_seed(seed)
@@ -307,6 +375,15 @@ class Learner:
         if self._own_ref:
             self.ref_model = copy.deepcopy(model).requires_grad_(False).eval()
 
+        base: Any = self.model
+        if hasattr(base, "get_base_model"):  # peft wraps the transformers model
+            base = base.get_base_model()
+        # Packing replaces the KV cache that checkpointing drops, when the model can take it.
+        self._pack_cost = (
+            _LayoutCost.of(base)
+            if share_prompts and gradient_checkpointing and packable(base)
+            else None
+        )
         if gradient_checkpointing:
             # transformers >= 5.24 renamed it; the old name still works there but warns.
             enable = getattr(model, "activation_checkpointing_enable", None)
@@ -714,11 +791,20 @@ class Learner:
         return role_token_weights(roles, [len(samples[i].completion_ids) for i in mini])
 
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
-        # Length buckets: similar lengths together (less padding). With shared prompts, identical
-        # prompts adjacent (shared prefill); without, by total length alone (a group's K
-        # completions of very different lengths then go to different micro-batches).
-        if self.share_prompts:
-            index = sorted(
+        """The micro-batches of the samples ``index``, in the layout the pass runs.
+
+        Length buckets: similar lengths together (less padding). With shared prompts, identical
+        prompts adjacent (each distinct prompt run once); without, by total length alone (a
+        group's K completions of very different lengths then go to different micro-batches).
+        A pass with gradients under gradient checkpointing (the condition under which the
+        checkpoint's replay drops a KV cache) shares prompts by packing, or not at all.
+        """
+        by_length = self._chunks(sorted(index, key=lambda i: (samples[i].num_tokens, i)))
+        if not self.share_prompts:
+            yield from (self._collate(samples, c) for c in by_length)
+            return
+        by_prompt = self._chunks(
+            sorted(
                 index,
                 key=lambda i: (
                     len(samples[i].prompt_ids),
@@ -726,16 +812,38 @@ class Learner:
                     samples[i].num_tokens,
                 ),
             )
-        else:
-            index = sorted(index, key=lambda i: (samples[i].num_tokens, i))
-        for s in range(0, len(index), self.micro_batch_size):
-            chunk = index[s : s + self.micro_batch_size]
-            if self.share_prompts and len({tuple(samples[i].prompt_ids) for i in chunk}) < len(
-                chunk
-            ):
-                yield self._collate_shared(samples, chunk)
-            else:
-                yield self._collate(samples, chunk)
+        )
+        if not (self.gradient_checkpointing and torch.is_grad_enabled()):
+            for c in by_prompt:
+                repeated = len({tuple(samples[i].prompt_ids) for i in c}) < len(c)
+                yield self._collate_shared(samples, c) if repeated else self._collate(samples, c)
+            return
+        cost = self._pack_cost
+        if cost is None or sum(self._packed_cost(samples, c, cost) for c in by_prompt) >= sum(
+            cost(len(c), max(samples[i].num_tokens for i in c), dense=False) for c in by_length
+        ):
+            yield from (self._collate(samples, c) for c in by_length)
+            return
+        for c in by_prompt:
+            repeated = len({tuple(samples[i].prompt_ids) for i in c}) < len(c)
+            yield self._collate_packed(samples, c) if repeated else self._collate(samples, c)
+
+    def _chunks(self, order: list[int]) -> list[list[int]]:
+        return [
+            order[s : s + self.micro_batch_size]
+            for s in range(0, len(order), self.micro_batch_size)
+        ]
+
+    @staticmethod
+    def _packed_cost(samples: Sequence[TrainSample], chunk: list[int], cost: _LayoutCost) -> float:
+        """Forward FLOPs of ``chunk`` laid out by :meth:`_collate_packed` (plain: no repeats)."""
+        rows: dict[tuple[int, ...], int] = {}
+        for i in chunk:
+            prompt = tuple(samples[i].prompt_ids)
+            rows[prompt] = rows.get(prompt, len(prompt)) + len(samples[i].completion_ids)
+        if len(rows) == len(chunk):
+            return cost(len(chunk), max(samples[i].num_tokens for i in chunk), dense=False)
+        return cost(len(rows), max(rows.values()), dense=True)
 
     def _collate(self, samples: Sequence[TrainSample], index: list[int]) -> _Batch:
         rows = [samples[i] for i in index]
@@ -775,6 +883,41 @@ class Learner:
         empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
         return _Batch(empty, empty, targets.to(d), mask.to(d), index, prefix)
 
+    def _collate_packed(self, samples: Sequence[TrainSample], index: list[int]) -> _Batch:
+        rows = [samples[i] for i in index]
+        # Per distinct prompt: the packed row's ids, segments and RoPE positions.
+        packed: dict[tuple[int, ...], tuple[list[int], list[int], list[int]]] = {}
+        t_c = max(len(s.completion_ids) for s in rows)
+        positions = torch.zeros((len(rows), t_c), dtype=torch.long)
+        targets = torch.full((len(rows), t_c), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), t_c), dtype=torch.bool)
+        row = []
+        for r, s in enumerate(rows):
+            p, c = len(s.prompt_ids), len(s.completion_ids)
+            key = tuple(s.prompt_ids)
+            if key not in packed:
+                packed[key] = (list(s.prompt_ids), [0] * p, list(range(p)))
+            row.append(list(packed).index(key))
+            ids, seg, pos = packed[key]
+            # The prompt's last token predicts completion token 0, completion token j token j+1.
+            positions[r, :c] = torch.tensor([p - 1, *range(len(ids), len(ids) + c - 1)])
+            targets[r, :c] = torch.tensor(s.completion_ids, dtype=torch.long)
+            mask[r, :c] = True
+            seg += [seg[-1] + 1] * c
+            ids += s.completion_ids
+            pos += range(p, p + c)
+        width = max(len(ids) for ids, _, _ in packed.values())
+        input_ids = torch.full((len(packed), width), self.pad_token_id, dtype=torch.long)
+        segments = torch.full((len(packed), width), -1, dtype=torch.long)
+        position_ids = torch.zeros((len(packed), width), dtype=torch.long)
+        for u, (ids, seg, pos) in enumerate(packed.values()):
+            input_ids[u, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            segments[u, : len(ids)] = torch.tensor(seg, dtype=torch.long)
+            position_ids[u, : len(ids)] = torch.tensor(pos, dtype=torch.long)
+        d = self.device
+        pk = _Packed(position_ids.to(d), segments.to(d), torch.tensor(row, device=d))
+        return _Batch(input_ids.to(d), positions.to(d), targets.to(d), mask.to(d), index, packed=pk)
+
     def _token_logprobs(
         self,
         model: Any,
@@ -787,10 +930,10 @@ class Learner:
         entropy of each position's distribution, without grad) under ``model``."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
         with self._autocast():
-            if batch.prefix is None:
-                hidden = completion_hidden(base, batch.input_ids, batch.positions)
-            else:
+            if batch.prefix is not None:
                 hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
+            else:
+                hidden = completion_hidden(base, batch.input_ids, batch.positions, batch.packed)
             return hidden_logprobs(
                 base.get_output_embeddings(), hidden, batch.targets, temperature, top_p,
                 with_entropy,
@@ -884,13 +1027,27 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def completion_hidden(model: Any, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+def completion_hidden(
+    model: Any, input_ids: torch.Tensor, positions: torch.Tensor, packed: _Packed | None = None
+) -> torch.Tensor:
     """``(b, Tc, H)`` final hidden states of a causal LM at ``positions`` only (those predicting
     completion tokens): the decoder over ``input_ids`` ``(b, L)``, gathered at ``positions``
-    ``(b, Tc)``. The LM head never runs on the prompt."""
-    full = model.get_decoder()(input_ids=input_ids, use_cache=False).last_hidden_state  # (b, L, H)
-    idx = positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
-    return full.gather(1, idx)
+    ``(b, Tc)``. The LM head never runs on the prompt. With ``packed``, ``input_ids`` is ``(u, L)``
+    packed rows, run under their block mask and positions, and sample ``r`` reads row
+    ``packed.row[r]``."""
+    decoder = model.get_decoder()
+    if packed is None:
+        full = decoder(input_ids=input_ids, use_cache=False).last_hidden_state  # (b, L, H)
+        idx = positions.unsqueeze(-1).expand(-1, -1, full.shape[-1])  # (b, Tc, H)
+        return full.gather(1, idx)
+    mask = packed.attention_mask(model.config.get_text_config()._attn_implementation)
+    full = decoder(
+        input_ids=input_ids,
+        position_ids=packed.position_ids,
+        attention_mask={"full_attention": mask},  # a prepared mask: used as it is
+        use_cache=False,
+    ).last_hidden_state  # (u, L, H)
+    return full[packed.row.unsqueeze(-1), positions]  # (b, Tc, H)
 
 
 VOCAB_CHUNK = 8192

@@ -4,25 +4,31 @@ Printed side by side, in one run:
 
 1. **FLOPs per trained token / (forward + backward FLOPs)**, counted by
    ``torch.utils.flop_counter.FlopCounterMode`` (exact matmul / attention FLOPs of the ops that
-   ran, independent of the machine's load). The floor is one forward and one backward over every
-   sample's prompt + completion tokens, unpadded, each sample alone (the LM head over every
-   position, as a plain ``model(ids).logits`` loss does). Rows: the learner's defaults, with
-   gradient checkpointing (the paper presets' setting: the recompute is one more forward), and
-   with a quarter of the samples re-scored after the update (``measure_change=0.25``; the
-   default re-scores all).
+   ran, independent of the machine's load; attention counted as torch counts the GPU kernels,
+   every query against every key, :data:`CPU_ATTENTION`). The floor is one forward and one
+   backward over every sample's prompt + completion tokens, unpadded, each sample alone (the LM
+   head over every position, as a plain ``model(ids).logits`` loss does). Rows: the learner's
+   defaults; with gradient checkpointing (the paper presets' setting: the recompute is one more
+   forward), where each group is packed into one row, and with prompts not shared; with a
+   quarter of the samples re-scored after the update (``measure_change=0.25``; the default
+   re-scores all); without prompt sharing. The attention part of each is printed beside it.
 2. **Padding**: the share of the token slots in the learner's micro-batches that are padding, at
-   the paper presets' batch shape (mini-batch 64 = 16 prompts x K 4, micro-batch 4, gradient
-   checkpointing, so prompts are not shared) and lengths drawn uniformly in [max/2, max]
-   (``--paper-prompt-len``, ``--paper-completion-len``: 4096 response tokens of Plan-Path and
-   Sudoku). No real length distribution of a paper run is at hand here: this is an assumption.
-   Collation only (no model runs), so paper lengths are cheap.
+   the paper presets' batch shape (mini-batch 64 = 16 prompts x K 4, micro-batch 4) and lengths
+   drawn uniformly in [max/2, max] (``--paper-prompt-len``, ``--paper-completion-len``: 4096
+   response tokens of Plan-Path and Sudoku). No real length distribution of a paper run is at
+   hand here: this is an assumption. Collation only (no model runs), so paper lengths are cheap.
+   Then the forward FLOPs the learner estimates for those lengths under gradient checkpointing,
+   a row per sample against packed groups, at Qwen3-1.7B's shape and the benchmark's: the
+   cheaper is the layout the learner runs (at these lengths, a row per sample: the dense masked
+   attention over a packed row of ~13k tokens outweighs the prompts it saves).
 3. **Peak logits memory**: the largest tensor whose last dimension is the whole vocabulary that
    the update creates, against the ``(b, Tc, V)`` fp32 logits of its largest micro-batch; and the
    same two figures at Qwen3's vocabulary and the paper's micro-batch (4 x 4096 tokens).
 4. **Tokens/s** of ``Learner.update`` over a bare fwd/bwd/AdamW loop on the same samples and
    mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
-   masked cross-entropy, backward, AdamW), medians of ``--repeats`` alternating runs. Wall time:
-   it depends on the machine's load, unlike the three figures above.
+   masked cross-entropy, backward, AdamW), and under gradient checkpointing with packed groups
+   against prompts not shared; medians of ``--repeats`` alternating runs. Wall time: it depends
+   on the machine's load, unlike the three figures above.
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -39,21 +45,46 @@ from typing import Any
 import torch
 from bench_learner import bare_batches, bare_step, make_samples
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import (
+    FlopCounterMode,
+    sdpa_backward_flop_count,
+    sdpa_flop_count,
+)
 
 import mas_trainer.learner as learner_mod
-from mas_trainer.learner import Learner
-from mas_trainer.models import build_tiny_model
+from mas_trainer.learner import Learner, _LayoutCost
+from mas_trainer.models import build_tiny_model, tiny_config, tiny_tokenizer
 from mas_trainer.samples import TrainSample
 
 QWEN3_VOCAB = 151_936
 
 
-def count_flops(fn: Any) -> int:
-    """FLOPs of the ops ``fn`` runs (forward and backward)."""
-    with FlopCounterMode(display=False) as counter:
+def _cpu_attention(query: Any, key: Any, value: Any, *_: Any, **__: Any) -> int:
+    return sdpa_flop_count(query, key, value)
+
+
+def _cpu_attention_backward(grad: Any, query: Any, key: Any, value: Any, *_: Any, **__: Any) -> int:
+    return sdpa_backward_flop_count(grad, query, key, value)
+
+
+#: torch counts the GPU attention kernels but not the CPU's: the same formulas for it (every
+#: query against every key: a causal or masked pass counts the masked pairs too, as on the GPU).
+CPU_ATTENTION = {
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu: _cpu_attention,
+    torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_attention_backward,
+}
+
+
+def count_flops(fn: Any, attention: bool = False) -> Any:
+    """FLOPs of the ops ``fn`` runs (forward and backward); with ``attention``, also the share
+    of them in attention kernels: ``(total, attention)``."""
+    with FlopCounterMode(display=False, custom_mapping=CPU_ATTENTION) as counter:
         fn()
-    return counter.get_total_flops()
+    total = counter.get_total_flops()
+    if not attention:
+        return total
+    ops = counter.get_flop_counts()["Global"]
+    return total, sum(v for op, v in ops.items() if "attention" in str(op))
 
 
 def floor_flops(model: Any, samples: list[TrainSample]) -> int:
@@ -85,6 +116,29 @@ def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
                 slots += batch.prefix.ids.numel() + batch.targets.numel()
                 real += int(batch.prefix.mask.sum()) + sum(len(s.completion_ids) for s in rows)
     return 1.0 - real / slots
+
+
+def layout_flops(preset: str, batch: list[TrainSample], micro: int) -> tuple[float, float]:
+    """Forward FLOPs the learner estimates (``_LayoutCost``, what it chooses the layout by) for a
+    mini-batch under gradient checkpointing, in micro-batches of a row per sample (by length) and
+    of a row per group (packed), at a preset's shape (built on the meta device: no weights)."""
+    from transformers import Qwen3ForCausalLM
+
+    with torch.device("meta"):
+        model = Qwen3ForCausalLM(tiny_config(preset, tiny_tokenizer(preset)))
+    cost = _LayoutCost.of(model)
+
+    def chunks(order: list[int]) -> list[list[int]]:
+        return [order[s : s + micro] for s in range(0, len(order), micro)]
+
+    index = range(len(batch))
+    by_length = sorted(index, key=lambda i: batch[i].num_tokens)
+    by_prompt = sorted(index, key=lambda i: (len(batch[i].prompt_ids), batch[i].prompt_ids))
+    plain = sum(
+        cost(len(c), max(batch[i].num_tokens for i in c), dense=False) for c in chunks(by_length)
+    )
+    packed = sum(Learner._packed_cost(batch, c, cost) for c in chunks(by_prompt))
+    return plain, packed
 
 
 class VocabWide(TorchDispatchMode):
@@ -149,14 +203,22 @@ def main() -> None:
     print("1. FLOPs per trained token / floor")
     rows = {
         "Learner.update (defaults)": {},
-        "  + gradient checkpointing": {"gradient_checkpointing": True},
+        "  + gradient checkpointing (packed groups)": {"gradient_checkpointing": True},
+        "  + gradient checkpointing, prompts not shared": {
+            "gradient_checkpointing": True,
+            "share_prompts": False,
+        },
         "  measure_change=0.25 (a quarter re-scored)": {"measure_change": 0.25},
+        "  no prompt sharing at all": {"share_prompts": False},
     }
     for name, extra in rows.items():
         m, _ = build_tiny_model(args.preset, seed=0)
         learner = Learner(m, **{**common, **extra})
-        flops = count_flops(lambda learner=learner: learner.update(samples)) / tokens
-        print(f"   {name:42s} {flops / 1e6:9.2f} MFLOP/token   ratio {flops / floor:.3f}")
+        flops, attn = count_flops(lambda lr=learner: lr.update(samples), attention=True)
+        print(
+            f"   {name:46s} {flops / tokens / 1e6:6.2f} MFLOP/token "
+            f"(attention {attn / tokens / 1e6:5.2f})   ratio {flops / tokens / floor:.3f}"
+        )
 
     print("2. padding share of the micro-batch slots (paper batch shape, assumed lengths)")
     paper: dict[str, Any] = dict(lr=1e-6, mini_batch_size=64, micro_batch_size=4, pad_token_id=0)
@@ -173,6 +235,13 @@ def main() -> None:
             learner = Learner(m, **{**paper, **extra})
             shares.append(padding_share(learner, batch))
         print(f"   {label:40s} {statistics.mean(shares):6.1%} (max {max(shares):.1%})")
+    for preset in ("qwen3-1.7b-shape", args.preset):
+        plain, packed = layout_flops(preset, batch, micro=4)
+        chosen = "packed groups" if packed < plain else "a row per sample"
+        print(
+            f"   these lengths, checkpointing, {preset}: forward {plain / 1e12:.1f} TFLOP with a "
+            f"row per sample, {packed / 1e12:.1f} packed ({packed / plain:.2f}x): {chosen} chosen"
+        )
 
     print("3. peak logits memory")
     m, _ = build_tiny_model(args.preset, seed=0)
@@ -205,9 +274,16 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
     batches = bare_batches(samples, len(samples), tok.pad_token_id)
     bare_opt = torch.optim.AdamW(model.parameters(), lr=1e-6, weight_decay=0.01)
     learner = Learner(model, **common)
+    checkpointed = {
+        share: Learner(m, **common, gradient_checkpointing=True, share_prompts=share)
+        for share, m in ((True, build_tiny_model(args.preset, seed=0)[0]),
+                         (False, build_tiny_model(args.preset, seed=0)[0]))
+    }  # fmt: skip
     runs = {
         "bare fwd/bwd/AdamW": lambda: bare_step(model, bare_opt, batches, extra_forward=False),
         "Learner.update": lambda: learner.update(samples),
+        "  checkpointing (packed groups)": lambda: checkpointed[True].update(samples),
+        "  checkpointing, prompts not shared": lambda: checkpointed[False].update(samples),
     }
     times: dict[str, list[float]] = {k: [] for k in runs}
     for fn in runs.values():
@@ -223,6 +299,8 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
         print(f"   {name:34s} {tokens / t:9.0f} tok/s")
     ratio = med["bare fwd/bwd/AdamW"] / med["Learner.update"]
     print(f"   Learner.update / bare               {ratio:.2f}x the tokens/s")
+    packed = med["  checkpointing, prompts not shared"] / med["  checkpointing (packed groups)"]
+    print(f"   checkpointing: packed / not shared  {packed:.2f}x the tokens/s")
 
 
 if __name__ == "__main__":

@@ -813,20 +813,18 @@ class Learner:
                 ),
             )
         )
-        if not (self.gradient_checkpointing and torch.is_grad_enabled()):
-            for c in by_prompt:
-                repeated = len({tuple(samples[i].prompt_ids) for i in c}) < len(c)
-                yield self._collate_shared(samples, c) if repeated else self._collate(samples, c)
-            return
-        cost = self._pack_cost
-        if cost is None or sum(self._packed_cost(samples, c, cost) for c in by_prompt) >= sum(
-            cost(len(c), max(samples[i].num_tokens for i in c), dense=False) for c in by_length
-        ):
-            yield from (self._collate(samples, c) for c in by_length)
-            return
+        share = self._collate_shared
+        if self.gradient_checkpointing and torch.is_grad_enabled():
+            cost = self._pack_cost
+            if cost is None or sum(self._packed_cost(samples, c, cost) for c in by_prompt) >= sum(
+                cost(len(c), max(samples[i].num_tokens for i in c), dense=False) for c in by_length
+            ):
+                yield from (self._collate(samples, c) for c in by_length)
+                return
+            share = self._collate_packed
         for c in by_prompt:
             repeated = len({tuple(samples[i].prompt_ids) for i in c}) < len(c)
-            yield self._collate_packed(samples, c) if repeated else self._collate(samples, c)
+            yield share(samples, c) if repeated else self._collate(samples, c)
 
     def _chunks(self, order: list[int]) -> list[list[int]]:
         return [
@@ -891,13 +889,15 @@ class Learner:
         positions = torch.zeros((len(rows), t_c), dtype=torch.long)
         targets = torch.full((len(rows), t_c), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), t_c), dtype=torch.bool)
-        row = []
+        row: list[int] = []  # sample -> its packed row
+        slot: dict[tuple[int, ...], int] = {}
         for r, s in enumerate(rows):
             p, c = len(s.prompt_ids), len(s.completion_ids)
             key = tuple(s.prompt_ids)
             if key not in packed:
+                slot[key] = len(packed)
                 packed[key] = (list(s.prompt_ids), [0] * p, list(range(p)))
-            row.append(list(packed).index(key))
+            row.append(slot[key])
             ids, seg, pos = packed[key]
             # The prompt's last token predicts completion token 0, completion token j token j+1.
             positions[r, :c] = torch.tensor([p - 1, *range(len(ids), len(ids) + c - 1)])

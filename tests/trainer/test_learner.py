@@ -399,6 +399,68 @@ def test_shared_prompts_give_the_same_update() -> None:
     assert metrics[0]["loss/policy"] == pytest.approx(metrics[1]["loss/policy"], abs=1e-6)
 
 
+def _layouts(learner: Learner, samples: list[TrainSample]) -> set[str]:
+    """The layouts of a training pass's micro-batches (with grad, as ``update`` runs them)."""
+    batches = learner._micro_batches(samples, list(range(len(samples))))
+    return {"packed" if b.packed else "shared" if b.prefix else "plain" for b in batches}
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of")
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(attention) -> None:
+    """Gradient checkpointing drops the KV cache, so shared prompts are packed (one row per
+    prompt, a block mask): the same log-probs and the same SGD step as a row per sample, with
+    groups of 4, a group of one, one-token completions and micro-batches that split groups."""
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    for m in (model_a, model_b):
+        m.set_attn_implementation(attention)
+    samples = _grouped_samples(model_a, tok)
+    samples += [TrainSample(samples[0].prompt_ids, [258], [0.0], 0.0, 1.0)]  # one token
+    samples += [TrainSample(chat_prompt_ids(tok, [{"role": "user", "content": "alone"}]),
+                            samples[5].completion_ids, samples[5].logprobs, 0.0, -1.0)]  # fmt: skip
+    before = _params(model_a)
+    packed = _learner(model_a, gradient_checkpointing=True, micro_batch_size=5, grad_clip=0.0)
+    plain = _learner(model_b, share_prompts=False, micro_batch_size=5, grad_clip=0.0)
+    assert _layouts(packed, samples) == {"packed"}
+    assert _layouts(plain, samples) == {"plain"}
+    logps = []
+    for learner in (packed, plain):
+        batch = learner._collate(samples, list(range(len(samples))))
+        if learner is packed:
+            batch = learner._collate_packed(samples, batch.index)
+        logps.append(learner._logprobs(batch)[0].detach())
+    torch.testing.assert_close(logps[0], logps[1], atol=1e-5, rtol=0)
+    for learner in (packed, plain):
+        learner.mini_batch_size = len(samples)
+        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
+        learner.update(samples)
+    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
+    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
+
+
+def test_checkpointing_packs_only_where_it_costs_less_than_a_row_per_sample() -> None:
+    """Dense masked attention over a packed row grows with its square: K long completions under
+    a short prompt run a row each (and no KV cache under checkpointing); short completions under
+    a long prompt are packed; a learner without checkpointing shares the prompt's KV cache."""
+    model, _ = build_tiny_model("tiny", seed=0)
+    prompt = list(range(60))
+
+    def group(prompt_len: int, completion_len: int) -> list[TrainSample]:
+        return [
+            TrainSample(prompt[:prompt_len], [k + 1] * completion_len, [0.0] * completion_len, 0.0)
+            for k in range(4)
+        ]
+
+    learner = _learner(model, gradient_checkpointing=True, micro_batch_size=4)
+    assert _layouts(learner, group(60, 8)) == {"packed"}
+    assert _layouts(learner, group(4, 600)) == {"plain"}
+    with torch.no_grad():  # no backward, no replay: the cache stays
+        assert _layouts(learner, group(4, 600)) == {"shared"}
+    assert _layouts(_learner(model, micro_batch_size=4), group(4, 600)) == {"shared"}
+
+
 def test_sft_weighs_each_role_the_same_in_a_shared_batch() -> None:
     # A long "tool" answer and a short "planner" answer in one batch: the reported loss is the
     # mean of the two roles' token means, not the token mean (which the long answer would own).

@@ -87,8 +87,9 @@ def count_flops(fn: Any, attention: bool = False) -> Any:
     return total, sum(v for op, v in ops.items() if "attention" in str(op))
 
 
-def floor_flops(model: Any, samples: list[TrainSample]) -> int:
-    """One forward + backward over each sample's tokens, alone and unpadded."""
+def floor_flops(model: Any, samples: list[TrainSample], attention: bool = False) -> Any:
+    """One forward + backward over each sample's tokens, alone and unpadded (with ``attention``:
+    ``(total, attention)``, as :func:`count_flops`)."""
 
     def run() -> None:
         for s in samples:
@@ -97,7 +98,7 @@ def floor_flops(model: Any, samples: list[TrainSample]) -> int:
             torch.nn.functional.cross_entropy(logits, ids[0, 1:]).backward()
         model.zero_grad(set_to_none=True)
 
-    return count_flops(run)
+    return count_flops(run, attention)
 
 
 def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
@@ -194,12 +195,15 @@ def main() -> None:
         lr=1e-6, mini_batch_size=len(samples), micro_batch_size=args.micro_batch,
         pad_token_id=tok.pad_token_id, temperature=0.6,
     )  # fmt: skip
-    floor = floor_flops(model, samples) / tokens
+    floor, floor_attn = (f / tokens for f in floor_flops(model, samples, attention=True))
     print(
         f"preset={args.preset} samples={args.samples} K={args.group_size} tokens/update={tokens} "
         f"micro_batch={args.micro_batch} vocab={vocab} vocab_chunk={args.vocab_chunk}"
     )
-    print(f"floor: one fwd+bwd, unpadded        {floor / 1e6:9.2f} MFLOP/token")
+    print(
+        f"floor: one fwd+bwd, unpadded        {floor / 1e6:9.2f} MFLOP/token "
+        f"(attention {floor_attn / 1e6:.2f})"
+    )
     print("1. FLOPs per trained token / floor")
     rows = {
         "Learner.update (defaults)": {},

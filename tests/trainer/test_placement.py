@@ -87,6 +87,40 @@ def test_a_sharded_learner_rank_loads_on_the_cpu_and_shards_onto_its_gpu(
     assert body.device == "cuda:0"
 
 
+def test_a_ray_learner_rank_gives_its_cached_gpu_blocks_back_after_each_update(monkeypatch, loads):
+    """A learner rank returns torch's cached blocks to the GPU after every update, before the
+    colocated vLLM engine wakes on that GPU and asks for them (the Ray learners used to keep
+    them: only benchmarks/gpu_check.py called ``torch.cuda.empty_cache``)."""
+    import torch
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: calls.append("empty_cache"))
+
+    class RecordingLearner:
+        def update(self, samples):
+            calls.append("update")
+            return {}
+
+        def sft_update(self, samples, lr=None):
+            calls.append("sft_update")
+            raise RuntimeError("out of memory")  # a failed update frees its blocks too
+
+    monkeypatch.setattr(actors, "_gpu_ids", lambda: [3])
+    cfg = build_config("plan-path-tiny", overrides=["--model.device", "cuda"])
+    body = actors.LearnerActorBody(cfg.model, 0, None, 1, 0, 1, "h:1")
+    body.learner = RecordingLearner()
+    body.update([], 1)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        body.sft_update([], None, 1)
+    assert calls == ["update", "empty_cache", "sft_update", "empty_cache"]
+    calls.clear()
+    monkeypatch.setattr(actors, "_gpu_ids", lambda: [])
+    cpu = actors.LearnerActorBody(build_config("plan-path-tiny").model, 0, None, 1, 0, 1, "h:1")
+    cpu.learner = RecordingLearner()
+    cpu.update([], 1)
+    assert calls == ["update"]  # no CUDA call off the GPU
+
+
 def test_load_device():
     assert actors.load_device("cpu", []) == "cpu"
     assert actors.load_device("cuda", [2]) == "cuda:0"

@@ -1,5 +1,6 @@
-"""Placement and failure handling that decide where models load and what a dead worker does,
-checked without GPUs or a Ray cluster (the actor bodies are plain classes; Ray's calls are faked).
+"""Placement and failure handling that decide where models load, where a learner's memory and
+checkpoints go, and what a dead worker does, checked without GPUs or a Ray cluster (the actor
+bodies are plain classes; Ray's calls are faked).
 """
 
 from __future__ import annotations
@@ -245,3 +246,41 @@ def test_a_dead_learner_rank_stops_the_run_with_the_resume_command(monkeypatch, 
     with pytest.raises(train_module.RunStopped, match=f"mas-train --run.resume {run}$"):
         train_module.train(build_config("plan-path-tiny", overrides=args[1:]))
     assert train_main(args) == 1
+
+
+# ---------------------------------------------------------------------------- checkpoints
+
+
+def test_a_sharded_policys_checkpoint_is_written_by_its_ranks_not_the_driver(monkeypatch, tmp_path):
+    """``save_checkpoint`` of a policy whose learner is a Ray actor group: every rank writes its
+    own shards into the checkpoint's ``learner-<policy>/`` and nothing of the state reaches the
+    driver (the old checkpoint pulled rank 0's whole state, ~393 GB per 8B policy, into it)."""
+    from pathlib import Path
+
+    from mas_trainer.outputs import RunDir
+    from mas_trainer.policy import Policy, save_checkpoint
+
+    _fake_ray(monkeypatch)
+    saved = []
+
+    def rank(r):
+        def save(folder):
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / f"shard-{r}").write_text("written by the rank")
+            saved.append(r)
+
+        def pulled():
+            raise AssertionError(f"the driver asked rank {r} for its whole state")
+
+        return types.SimpleNamespace(
+            make_learner=_Method(lambda kw: None), save=_Method(save), state_dict=_Method(pulled)
+        )
+
+    learner = handles.RemoteLearner(
+        [rank(0), rank(1)], {"mini_batch_size": 2}, sharded=True, policy="planner"
+    )
+    folder = types.SimpleNamespace(save_pretrained=lambda path: Path(path).mkdir(exist_ok=True))
+    policy = Policy("planner", folder, None, learner, folder)  # type: ignore[arg-type]
+    ckpt = save_checkpoint(RunDir(tmp_path, tensorboard=False), 4, {"planner": policy}, {})
+    assert saved == [0, 1]
+    assert sorted(f.name for f in (ckpt / "learner-planner").iterdir()) == ["shard-0", "shard-1"]

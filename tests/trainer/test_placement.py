@@ -153,6 +153,29 @@ def test_local_placements_split_the_engine_memory_and_sleep_only_on_a_gpu(monkey
     assert all(not p.engine_sleeps and not p.engine_env for p in cpu.values())
 
 
+def test_a_policy_is_built_whole_and_never_changed_afterwards():
+    """Issue 30 item 1: ``build_policies`` returns each policy complete (its own model, engine,
+    learner on that model, placement), and a built policy refuses to be changed (an engine or a
+    learner used to be attached to it later, by the engine module and the train loop)."""
+    import dataclasses
+
+    from mas_trainer.learner import Learner
+    from mas_trainer.policy import build_policies
+
+    cfg = build_config("plan-path-tiny", overrides=["--algo.policy_map", "per_role"])
+    policies = build_policies(cfg, ["planner", "tool"], None)
+    assert set(policies) == {"planner", "tool"}
+    for name, pol in policies.items():
+        assert pol.name == name and pol.engine is not None
+        assert isinstance(pol.learner, Learner) and pol.learner.model is pol.model
+        assert pol.placement.learner_device == "cpu"
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            pol.engine = None  # type: ignore[misc]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            pol.learner = None  # type: ignore[misc]
+    assert policies["planner"].model is not policies["tool"].model
+
+
 # ---------------------------------------------------------------------------- dead workers
 
 

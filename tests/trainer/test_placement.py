@@ -236,7 +236,7 @@ def test_a_call_that_kills_its_actor_every_time_is_given_up(monkeypatch):
         handles.call_with_restart(actor, "step")
 
 
-def test_a_dead_learner_rank_stops_the_run_with_the_resume_command(monkeypatch, tmp_path):
+def test_a_dead_learner_rank_stops_the_run_with_the_resume_command(monkeypatch, tmp_path, capsys):
     """A learner rank is not restarted (a fresh rank lost its optimizer state and cannot rejoin
     its group): the update raises LearnerRankDied naming the policy and rank, and ``train`` turns
     it into RunStopped with the command that resumes the run from its last checkpoint."""
@@ -269,6 +269,8 @@ def test_a_dead_learner_rank_stops_the_run_with_the_resume_command(monkeypatch, 
     with pytest.raises(train_module.RunStopped, match=f"mas-train --run.resume {run}$"):
         train_module.train(build_config("plan-path-tiny", overrides=args[1:]))
     assert train_main(args) == 1
+    err = capsys.readouterr().err  # mas-train prints why it stopped and how to resume
+    assert "rank 1 of policy 'planner' died" in err and f"mas-train --run.resume {run}\n" in err
 
 
 # ---------------------------------------------------------------------------- checkpoints

@@ -256,6 +256,34 @@ def test_a_dead_learner_rank_is_not_restarted_and_the_update_says_which_died():
         ray.get(rank.ping.remote(), timeout=60)
 
 
+def test_a_run_builds_learner_ranks_that_stay_dead_and_rollout_actors_that_come_back():
+    """The actors ``build_ray_policies`` starts: a learner rank that dies is left dead and the
+    update names it (a restarted rank would rejoin no group and hold no optimizer state), while a
+    dead rollout actor is restarted and the call retried. The chaos tests above start their
+    actors by hand; this one kills the run's own."""
+    from mas_trainer.distributed.build import build_ray_policies
+    from mas_trainer.distributed.handles import LearnerRankDied
+    from mas_trainer.samples import TrainSample
+
+    cfg = build_config(overrides=["--run.backend", "ray", "--run.threads", "1"])
+    built = build_ray_policies(cfg, ["shared"], None)
+    try:
+        pol = built.policies["shared"]
+        (rank,) = pol.model.learners
+        ray.kill(pol.engine.actor, no_restart=False)  # as a crash: Ray restarts what it may
+        ray.kill(rank, no_restart=False)
+        prompt = pol.tokenizer.encode("task 1")
+        (completion,) = pol.engine.generate([prompt], SamplingParams(max_tokens=3), seed=0)
+        assert pol.engine.restarts == 1 and completion.token_ids
+        samples = [TrainSample(prompt, [4, 5], [-5.0, -5.0], 0.0, advantage=1.0)] * 2
+        with pytest.raises(LearnerRankDied, match="rank 0 of policy 'shared' died"):
+            pol.learner.update(samples)
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(rank.ping.remote(), timeout=60)
+    finally:
+        built.shutdown()
+
+
 def test_data_parallel_learners_match_one_learner(tmp_path):
     """Two gloo ranks, one optimizer step over all samples == one learner on all samples."""
     import torch

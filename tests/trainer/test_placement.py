@@ -153,6 +153,33 @@ def test_local_placements_split_the_engine_memory_and_sleep_only_on_a_gpu(monkey
     assert all(not p.engine_sleeps and not p.engine_env for p in cpu.values())
 
 
+def test_a_vllm_engine_process_is_started_with_its_placements_gpus(monkeypatch):
+    """``start_engine_process`` gives the engine's worker the placement's environment (its
+    ``CUDA_VISIBLE_DEVICES``) and memory share; the worker applies it before it builds vLLM
+    (tests/engines/test_engine_process.py)."""
+    import mas_trainer.engines.process as process
+    from mas_trainer.models import build_tiny_model
+    from mas_trainer.policy import start_engine_process
+
+    started = {}
+
+    class Recorded:
+        def __init__(self, build, *, env=None, label="", keep=None):
+            started.update(env=env, label=label, options=build.args[1])
+
+    monkeypatch.setattr(process, "EngineProcess", Recorded)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    cfg = build_config(
+        "plan-path-tiny",
+        overrides=["--model.engine", "vllm", "--model.device", "cuda:1", "--model.engine_tp", "2"],
+    )
+    placement = local_placements(cfg, ["planner", "tool"])["tool"]
+    model, tok = build_tiny_model("tiny", seed=0)
+    start_engine_process(cfg, "tool", model, tok, placement)
+    assert started["label"] == "tool" and started["env"]["CUDA_VISIBLE_DEVICES"] == "1,2"
+    assert started["options"]["gpu_memory_utilization"] == placement.engine_memory > 0
+
+
 def test_a_policy_is_built_whole_and_never_changed_afterwards():
     """Issue 30 item 1: ``build_policies`` returns each policy complete (its own model, engine,
     learner on that model, placement), and a built policy refuses to be changed (an engine or a

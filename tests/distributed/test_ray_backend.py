@@ -42,14 +42,17 @@ SHORT_RUN = [
 """TINY_RUN shortened further for the runs that compare a Ray run with a local one step for step:
 the same code paths (warm start, evaluations, two RL steps, checkpoints), a fraction of the work."""
 
-TESTS_DIR = str(Path(__file__).resolve().parents[1] / "helpers")
+HELPERS_DIR = str(Path(__file__).resolve().parents[1] / "helpers")
+THIS_DIR = str(Path(__file__).resolve().parent)  # the actor classes defined in this module
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    # Env workers unpickle this module's test envs: they need the tests folder on their path too.
-    path = os.pathsep.join(p for p in (TESTS_DIR, os.environ.get("PYTHONPATH", "")) if p)
+    # Env workers unpickle the helpers' test envs, and actors of classes defined in this module
+    # import it: they need both folders on their path too.
+    folders = (HELPERS_DIR, THIS_DIR, os.environ.get("PYTHONPATH", ""))
+    path = os.pathsep.join(p for p in folders if p)
     ray.init(
         num_cpus=2,
         include_dashboard=False,

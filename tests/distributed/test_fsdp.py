@@ -55,7 +55,10 @@ def _materialised(model) -> int:
 def _rank(rank: int, world: int, folder: str, master: str) -> None:
     """One rank: the actor's load and an update, an fp32 update + save/resume of a learner
     loaded whole on every rank, then a bf16 update; rank 0 saves what it saw."""
+    from unittest import mock
+
     import torch.distributed as dist
+    from torch.distributed.tensor import DTensor
 
     from mas_trainer.config import ModelConfig
     from mas_trainer.distributed.actors import LearnerActorBody
@@ -96,7 +99,11 @@ def _rank(rank: int, world: int, folder: str, master: str) -> None:
     a, tok = learner()  # the model whole on every rank before sharding
     out["fp32_metrics"] = step(a, tok)
     out["fp32_weights"] = a.full_weights()
-    a.save(f"{folder}/ckpt")  # each rank writes its own shards
+    # Each rank writes its own shards, gathering none (the old checkpoint gathered every weight
+    # and moment whole on every rank).
+    with mock.patch.object(DTensor, "full_tensor", autospec=True, side_effect=DTensor.full_tensor):
+        a.save(f"{folder}/ckpt")
+        out["save_gathers"] = DTensor.full_tensor.call_count
     out["local_bytes"] = [
         sum(t.to_local().nbytes if hasattr(t, "to_local") else t.nbytes for t in group)
         for group in (list(a._params.values()), list(_moments(a)))
@@ -285,3 +292,4 @@ def test_each_rank_writes_only_its_own_shard(sharded):
     assert local_moments == 2 * local_params and local_params < 0.6 * total
     for size in files.values():  # each file holds about one rank's shards, not the whole state
         assert 0.3 * (3 * total) < size < 0.7 * (3 * total)
+    assert sharded["save_gathers"] == 0  # no whole tensor was gathered to write them

@@ -42,14 +42,17 @@ SHORT_RUN = [
 """TINY_RUN shortened further for the runs that compare a Ray run with a local one step for step:
 the same code paths (warm start, evaluations, two RL steps, checkpoints), a fraction of the work."""
 
-TESTS_DIR = str(Path(__file__).resolve().parents[1] / "helpers")
+HELPERS_DIR = str(Path(__file__).resolve().parents[1] / "helpers")
+THIS_DIR = str(Path(__file__).resolve().parent)  # the actor classes defined in this module
 
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster():
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    # Env workers unpickle this module's test envs: they need the tests folder on their path too.
-    path = os.pathsep.join(p for p in (TESTS_DIR, os.environ.get("PYTHONPATH", "")) if p)
+    # Env workers unpickle the helpers' test envs, and actors of classes defined in this module
+    # import it: they need both folders on their path too.
+    folders = (HELPERS_DIR, THIS_DIR, os.environ.get("PYTHONPATH", ""))
+    path = os.pathsep.join(p for p in folders if p)
     ray.init(
         num_cpus=2,
         include_dashboard=False,
@@ -254,6 +257,34 @@ def test_a_dead_learner_rank_is_not_restarted_and_the_update_says_which_died():
         learner.update(samples)
     with pytest.raises(ray.exceptions.RayActorError):
         ray.get(rank.ping.remote(), timeout=60)
+
+
+def test_a_run_builds_learner_ranks_that_stay_dead_and_rollout_actors_that_come_back():
+    """The actors ``build_ray_policies`` starts: a learner rank that dies is left dead and the
+    update names it (a restarted rank would rejoin no group and hold no optimizer state), while a
+    dead rollout actor is restarted and the call retried. The chaos tests above start their
+    actors by hand; this one kills the run's own."""
+    from mas_trainer.distributed.build import build_ray_policies
+    from mas_trainer.distributed.handles import LearnerRankDied
+    from mas_trainer.samples import TrainSample
+
+    cfg = build_config(overrides=["--run.backend", "ray", "--run.threads", "1"])
+    built = build_ray_policies(cfg, ["shared"], None)
+    try:
+        pol = built.policies["shared"]
+        (rank,) = pol.model.learners
+        ray.kill(pol.engine.actor, no_restart=False)  # as a crash: Ray restarts what it may
+        ray.kill(rank, no_restart=False)
+        prompt = pol.tokenizer.encode("task 1")
+        (completion,) = pol.engine.generate([prompt], SamplingParams(max_tokens=3), seed=0)
+        assert pol.engine.restarts == 1 and completion.token_ids
+        samples = [TrainSample(prompt, [4, 5], [-5.0, -5.0], 0.0, advantage=1.0)] * 2
+        with pytest.raises(LearnerRankDied, match="rank 0 of policy 'shared' died"):
+            pol.learner.update(samples)
+        with pytest.raises(ray.exceptions.RayActorError):
+            ray.get(rank.ping.remote(), timeout=60)
+    finally:
+        built.shutdown()
 
 
 def test_data_parallel_learners_match_one_learner(tmp_path):

@@ -86,8 +86,16 @@ def test_cluster_check_names_what_was_asked_and_what_the_cluster_has():
 
 
 @pytest.mark.ray
-def test_ray_run_without_the_gpus_it_asks_for_fails_at_once(tmp_path, capsys):
+def test_ray_run_without_the_gpus_it_asks_for_fails_at_once(tmp_path, capsys, monkeypatch):
     pytest.importorskip("ray")
+    import importlib
+
+    placement = importlib.import_module("ray.util.placement_group")  # the module, not ray.util's
+
+    def waits_forever(*args, **kwargs):  # what Ray's placement group would do here
+        raise AssertionError("a placement group the cluster cannot hold was requested")
+
+    monkeypatch.setattr(placement, "placement_group", waits_forever)
     code = train_main(
         ["plan-path-tiny", "--run.backend", "ray", "--run.ray_gpus_per_policy", "1",
          "--run.out_dir", str(tmp_path), "--run.progress", "false", "--run.threads", "1"]

@@ -497,6 +497,70 @@ def test_cohorts_overlap_two_policies_engines():
     assert overlapped < 0.8 * lockstep, (overlapped, lockstep)
 
 
+def test_cohorts_run_one_cohorts_sandboxed_programs_while_another_generates(monkeypatch):
+    """Item 6 of issue 30: on a code env with two cohorts, the tool programs one cohort's step
+    runs in the sandbox (on the warm pool where this machine has one) overlap another cohort's
+    generate call; one cohort (the old rollout) runs them between its own calls only."""
+    import threading
+    import time
+
+    import mas_envs
+    from mas_envs import sandbox
+    from mas_envs.sandbox import pool, runner
+
+    spans: list[tuple[str, int, float, float]] = []  # (what, thread, start, end)
+
+    def timed(what, fn):
+        def run(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spans.append((what, threading.get_ident(), start, time.perf_counter()))
+
+        return run
+
+    class SlowCandidates(CodeCandidates):
+        """Serves one call at a time, as an engine in a process of its own does."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()
+
+        def generate(self, prompts, params, seed=None):
+            answer = super().generate
+            with self.lock:
+                return timed("generate", lambda: time.sleep(0.15) or answer(prompts, params))()
+
+    monkeypatch.setattr(sandbox, "run_many", timed("sandbox", sandbox.run_many))
+    monkeypatch.setattr(sandbox, "run_python", timed("sandbox", sandbox.run_python))
+    env_id = "mas/PlanPathCode-v0"
+    tasks = list(mas_envs.make(env_id).task_ids("train")[:4])
+
+    def overlaps(cohorts):
+        spans.clear()
+        pool.shutdown()
+        rollout = TreeRollout(
+            lambda: mas_envs.make(env_id),
+            {"t": SlowCandidates(), "p": SlowCandidates()},
+            TOKENIZER,
+            {"tool": "t", "planner": "p"},
+            k=3,
+            params=SamplingParams(max_tokens=1024),
+            cohorts=cohorts,
+        )
+        rollout.run(tasks)
+        runs = [sp for sp in spans if sp[0] == "sandbox"]
+        gens = [sp for sp in spans if sp[0] == "generate"]
+        assert runs and gens
+        return [(r, g) for r in runs for g in gens if r[1] != g[1] and r[2] < g[3] and g[2] < r[3]]
+
+    assert overlaps(1) == []
+    assert overlaps(2)
+    if pool.supports(runner.current_mode()):
+        assert pool.active()  # the programs ran on the warm pool
+
+
 def test_cohorts_need_engines_that_take_concurrent_calls():
     from mas_trainer.config import ConfigError, build_config
 

@@ -10,7 +10,12 @@ a split and compares the grid of each first-turn program with the prompt's, cell
   free cell; no wall, ``A`` or ``G``);
 * ``walls``, ``A``, ``G``: of the level's walls, agents and goals, those at the right place;
 * ``grids exact``: programs whose grid is the level's, row for row;
-* ``quotes closed``: programs that open and close the string with three quotes.
+* ``quotes closed``: programs that open and close the string with three quotes;
+* ``grid programs``: programs that write a grid at all (``g=`` and a quoted block), against
+  programs that only print a move list (the random replies of a warm start whose tool oracle
+  share is below 1), and the levels solved by the former;
+* ``distinct programs``: how many different first-turn programs the levels got, and on how
+  many levels the commonest one was written (one program everywhere = memorised text).
 
     python experiments/v2_copy_probe.py POLICY [--episodes 50] [--split validation]
         [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--threads 1]
@@ -41,6 +46,7 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
     written = _GRID_IN_PROGRAM.search(program)
     rows = written.group(2).split("\n") if written else []
     n: Counter[str] = Counter(programs=1)
+    n["grid programs"] += written is not None
     n["quotes closed"] += bool(written and written.group(1) == written.group(3) == '"""')
     n["grids exact"] += rows == truth
     for r, row in enumerate(truth):
@@ -57,7 +63,8 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
 
 def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
     """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
-    of their first-turn programs and the levels solved."""
+    of their first-turn programs, the levels solved, those of them whose first program wrote a
+    grid, and how many distinct first programs there were (and the commonest's count)."""
     from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
     from mas_trainer.rollout import env_factory
@@ -73,10 +80,15 @@ def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
     )
     played = play(make_env, list(env.task_ids(split)[:episodes]), setup.act)
     total: Counter[str] = Counter()
+    firsts = Counter(ep.transcript[0]["action"] for ep in played)
+    total["distinct programs"] = len(firsts)
+    total["commonest program"] = max(firsts.values(), default=0)
     for ep in played:
         first = ep.transcript[0]
-        total += copy_stats(first["prompt"], first["action"])
-    total["solved"] = sum(ep.success for ep in played)
+        n = copy_stats(first["prompt"], first["action"])
+        n["solved"] += ep.success
+        n["solved by grid programs"] += ep.success and n["grid programs"]
+        total += n
     return total
 
 
@@ -100,7 +112,10 @@ def main() -> None:
     print(
         f"{args.policy}: solved {n['solved']}/{n['programs']}; cells {share['cells']}, walls "
         f"{share['walls']}, A {share['A']}, G {share['G']}; grids exact "
-        f"{n['grids exact']}/{n['programs']}; quotes closed {n['quotes closed']}/{n['programs']}"
+        f"{n['grids exact']}/{n['programs']}; quotes closed {n['quotes closed']}/{n['programs']}; "
+        f"grid programs {n['grid programs']}/{n['programs']} "
+        f"(solved {n['solved by grid programs']}); "
+        f"distinct programs {n['distinct programs']} (the commonest on {n['commonest program']})"
     )
 
 

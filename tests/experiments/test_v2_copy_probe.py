@@ -21,6 +21,14 @@ def test_the_oracle_program_copies_every_cell():
     assert n["cells"] == n["cells ok"] == 25
     assert (n["A ok"], n["G ok"], n["grids exact"], n["quotes closed"]) == (1, 1, 1, 1)
     assert n["walls"] == n["walls ok"]
+    assert n["grid programs"] == 1
+
+
+def test_a_program_that_prints_moves_writes_no_grid():
+    prompt, _ = _first_prompt_and_oracle()
+    n = load("v2_copy_probe").copy_stats(prompt, '```python\nprint("#### U, R")\n```')
+    assert n["grid programs"] == n["cells ok"] == n["grids exact"] == 0
+    assert n["cells"] == 25
 
 
 def test_a_grid_of_dots_gets_only_the_free_cells_and_a_short_close_counts():

@@ -28,7 +28,13 @@ Printed side by side, in one run:
    mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
    masked cross-entropy, backward, AdamW), and under gradient checkpointing with packed groups
    against prompts not shared; medians of ``--repeats`` alternating runs. Wall time: it depends
-   on the machine's load, unlike the three figures above.
+   on the machine's load, unlike the three figures above (``--repeats 0`` skips it).
+5. **At Qwen3-1.7B's shape** (no GPU: the model on fake tensors, ``FakeTensorMode``), one
+   mini-batch of 64 at the paper lengths above: the PPO pass (the learner's micro-batches,
+   forward, recompute, backward) and a no-grad scoring pass, per trained token over the floor,
+   with every layer checkpointed, none, and ``model.checkpoint_layers auto`` as the memory plan
+   chooses it for the per-role and shared 1.7B presets. Counted at 1 and 2 layers and
+   extrapolated per layer (checked against a whole count at 4 layers).
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -367,9 +373,9 @@ def main() -> None:
         f"{paper_tokens * default_chunk * 4 / 1e9:.2f} GB per block (VOCAB_CHUNK "
         f"{default_chunk}) vs {paper_tokens * QWEN3_VOCAB * 4 / 1e9:.2f} GB of whole logits"
     )
-    paper_shape(args)
     if args.repeats:
         throughput(args, samples, common, tokens)
+    paper_shape(args)
 
 
 def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], tokens: int) -> None:

@@ -389,23 +389,27 @@ def learner_memory(
         else min(total, total if checkpoint_layers is None else checkpoint_layers)
     )
     # FSDP2 prefetches the next layer's all-gather: from 2 layers on, one more layer adds the
-    # same bytes (1 -> 2 does not), so a sharded model is tracked from 2 layers.
+    # same bytes (1 -> 2 does not), so a sharded model is tracked from 2 layers. A mix of
+    # checkpointed and plain layers is tracked from 2 plain layers: with fewer, the peak can be a
+    # checkpointed layer's recompute rather than the plain layers' activations at the start of
+    # the backward pass, and one more plain layer would not add its activations to it.
     a = 2 if fsdp else 1
-    if layers:
-        counts = [(layers, ckpt)]
-    else:  # a base of `a` layers, one more checkpointed layer, one more plain layer
-        base = min(ckpt, a)
-        counts = [(a, base), (a + 1, base + 1), (a + 1, base)]
+    plain = shape.layers - ckpt
+    c0, u0 = (a, 0) if not plain else (0, a) if not ckpt else (a, 2)
+    counts = [(layers - ckpt, ckpt)] if layers else [(u0, c0)]
+    counts += [(u0, c0 + 1)] if not layers and ckpt != c0 else []  # a checkpointed layer more
+    counts += [(u0 + 1, c0)] if not layers and plain != u0 else []  # a plain layer more
     with _fake_group(shards) if fsdp else contextlib.nullcontext():
-        tracked = [_track_step(shape, n, c, spec) for n, c in counts]
+        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec) for uc in counts}
     if layers:
-        phases = tracked[0]
+        phases = tracked[counts[0]]
     else:  # linear in the layer counts: the base plus each kind of layer's slope times its count
-        lo, per_ckpt, per_plain = tracked
-        more_ckpt, more_plain = ckpt - min(ckpt, a), (shape.layers - ckpt) - (a - min(ckpt, a))
+        lo = tracked[(u0, c0)]
+        per_ckpt = tracked.get((u0, c0 + 1), lo)
+        per_plain = tracked.get((u0 + 1, c0), lo)
         phases = {
-            phase: {k: lo[phase][k] + more_ckpt * (per_ckpt[phase][k] - lo[phase][k])
-                    + more_plain * (per_plain[phase][k] - lo[phase][k]) for k in lo[phase]}
+            phase: {k: lo[phase][k] + (ckpt - c0) * (per_ckpt[phase][k] - lo[phase][k])
+                    + (plain - u0) * (per_plain[phase][k] - lo[phase][k]) for k in lo[phase]}
             for phase in lo
         }  # fmt: skip
     top = max(phases.values(), key=lambda kinds: kinds["peak"])

@@ -22,8 +22,11 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). ``tests/trainer/test_plan.py`` checks the extrapolation against a full
-track.
+(every gradient alive). With ``model.checkpoint_layers`` below all layers, a checkpointed and a
+plain layer are tracked apart, each extrapolated by its own count (from a base of 2 plain
+layers, where the plain layers' activations are the backward pass's peak); ``auto`` is the fewest
+checkpointed layers whose update fits every GPU. ``tests/trainer/test_plan.py`` checks the
+extrapolation against a full track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
@@ -376,7 +379,7 @@ def learner_memory(
             over a group of one, as ``benchmarks/gpu_check.py`` runs it).
         temperature: Sampling temperature (``rollout.temperature``; the learner scores at it).
         top_p: Sampling top-p (``rollout.top_p``): below 1 the learner builds the whole logits.
-        layers: Track this many layers whole instead of extrapolating from 1 and 2 (a check).
+        layers: Track this many layers whole instead of extrapolating (a check).
         checkpoint_layers: With ``checkpointing``, the layers checkpointed (the first ones; the
             rest keep their activations); None: all.
     """

@@ -28,7 +28,13 @@ Printed side by side, in one run:
    mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
    masked cross-entropy, backward, AdamW), and under gradient checkpointing with packed groups
    against prompts not shared; medians of ``--repeats`` alternating runs. Wall time: it depends
-   on the machine's load, unlike the three figures above.
+   on the machine's load, unlike the three figures above (``--repeats 0`` skips it).
+5. **At Qwen3-1.7B's shape** (no GPU: the model on fake tensors, ``FakeTensorMode``), one
+   mini-batch of 64 at the paper lengths above: the PPO pass (the learner's micro-batches,
+   forward, recompute, backward) and a no-grad scoring pass, per trained token over the floor,
+   with every layer checkpointed, none, and ``model.checkpoint_layers auto`` as the memory plan
+   chooses it for the per-role and shared 1.7B presets. Counted at 1 and 2 layers and
+   extrapolated per layer (checked against a whole count at 4 layers).
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -140,6 +146,104 @@ def layout_flops(preset: str, batch: list[TrainSample], micro: int) -> tuple[flo
     )
     packed = sum(Learner._packed_cost(batch, c, cost) for c in chunks(by_prompt))
     return plain, packed
+
+
+def _fake_model(shape: Any, layers: int) -> Any:
+    """A Qwen3 model of ``shape`` cut to ``layers`` decoder layers, on fake tensors (no storage:
+    FLOPs are counted from the shapes alone)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from transformers import Qwen3ForCausalLM
+
+    with FakeTensorMode(allow_non_fake_inputs=True) as fake:
+        model = Qwen3ForCausalLM(shape.hf_config(layers))
+    model.fake_mode = fake
+    return model
+
+
+def shape_flops(
+    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int, plain: int
+) -> dict[str, float]:
+    """FLOPs of the learner's passes over ``batch`` (one mini-batch) at a model ``shape`` of
+    ``checkpointed`` + ``plain`` decoder layers, counted on fake tensors: ``train`` (the PPO pass:
+    forward, recompute, backward, the learner's own micro-batches and code path), ``score`` (a
+    no-grad scoring pass over the same samples) and ``floor`` (one fwd+bwd per sample, unpadded,
+    the LM head on every position, as :func:`floor_flops`)."""
+    layers = checkpointed + plain
+    model = _fake_model(shape, layers)
+    learner = Learner(
+        model, lr=1e-6, mini_batch_size=len(batch), micro_batch_size=micro, pad_token_id=0,
+        temperature=0.6, dtype=torch.bfloat16, gradient_checkpointing=checkpointed > 0,
+        checkpoint_layers=checkpointed,
+    )  # fmt: skip
+    out = {}
+    with model.fake_mode:
+
+        def train() -> None:
+            for b in learner._micro_batches(batch, list(range(len(batch)))):
+                (learner._logprobs(b)[0] * b.mask).sum().backward()
+
+        out["train"] = count_flops(train)
+        out["score"] = count_flops(lambda: learner._score(batch))
+        floor = _fake_model(shape, layers)
+        with floor.fake_mode:
+            out["floor"] = floor_flops(floor, batch)
+    return out
+
+
+def extrapolated_flops(
+    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int
+) -> dict[str, float]:
+    """:func:`shape_flops` at ``shape.layers`` layers (the first ``checkpointed`` checkpointed),
+    from counts at 1 and 2 layers: FLOPs are linear in each kind of layer's count."""
+    base = shape_flops(shape, batch, micro, 1, 0)
+    one_more = shape_flops(shape, batch, micro, 2, 0)
+    plain = shape_flops(shape, batch, micro, 1, 1)
+    extra_plain = shape.layers - checkpointed
+    return {
+        k: base[k]
+        + (checkpointed - 1) * (one_more[k] - base[k])
+        + extra_plain * (plain[k] - base[k])
+        for k in base
+    }
+
+
+def paper_shape(args: Any) -> None:
+    """Part 5: FLOPs per trained token / floor at Qwen3-1.7B's shape and the paper's lengths."""
+    from mas_trainer.config import build_config
+    from mas_trainer.plan import QWEN3_SHAPES, ModelShape, plan_run
+
+    shape = QWEN3_SHAPES["Qwen/Qwen3-1.7B"]
+    print("5. FLOPs per trained token / floor at Qwen3-1.7B's shape, paper lengths (fake tensors)")
+    small = ModelShape(**{**vars(shape), "layers": 4})
+    check = make_samples(8, 64, 128, seed=0, group_size=4)
+    full = shape_flops(small, check, 4, 3, 1)
+    extra = extrapolated_flops(small, check, 4, 3)
+    print(
+        f"   check at 4 layers (3 checkpointed), 8 short samples: counted {full['train']:.4g}, "
+        f"extrapolated from 1-2 layers {extra['train']:.4g} FLOPs"
+    )
+    batch = make_samples(64, args.paper_prompt_len, args.paper_completion_len, seed=0, group_size=4)
+    choices = {"all (today)": shape.layers, "none": 0}
+    for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
+        cfg = build_config(preset, overrides=["--model.checkpoint_layers", "auto"])
+        layers = plan_run(cfg).checkpoint_layers
+        choices[f"auto, {preset} on its GPU"] = shape.layers if layers is None else layers
+    print(
+        f"   mini-batch of 64 (prompts {args.paper_prompt_len // 2}-{args.paper_prompt_len}, "
+        f"completions {args.paper_completion_len // 2}-{args.paper_completion_len}), "
+        "micro-batch 4; "
+        "PPO pass / scoring pass (no grad) / their sum with n mini-batches an update, each "
+        "sample scored before (all but the first mini-batch) and re-scored after "
+        "(measure_change=1)"
+    )
+    for name, ckpt in choices.items():
+        f = extrapolated_flops(shape, batch, 4, ckpt)
+        train, score = f["train"] / f["floor"], f["score"] / f["floor"]
+        totals = "  ".join(f"n={n}: {train + (1 - 1 / n + 1) * score:.2f}" for n in (1, 8))
+        print(
+            f"   {ckpt:2d} of {shape.layers} layers checkpointed, {name:44s} PPO pass {train:.3f}  "
+            f"scoring {score:.3f}  total {totals}"
+        )
 
 
 class VocabWide(TorchDispatchMode):
@@ -269,7 +373,9 @@ def main() -> None:
         f"{paper_tokens * default_chunk * 4 / 1e9:.2f} GB per block (VOCAB_CHUNK "
         f"{default_chunk}) vs {paper_tokens * QWEN3_VOCAB * 4 / 1e9:.2f} GB of whole logits"
     )
-    throughput(args, samples, common, tokens)
+    if args.repeats:
+        throughput(args, samples, common, tokens)
+    paper_shape(args)
 
 
 def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], tokens: int) -> None:

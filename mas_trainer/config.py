@@ -89,6 +89,11 @@ class ModelConfig:
     """``vllm``: tensor-parallel GPUs of each policy's engine (vLLM's ``tensor_parallel_size``)."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, ~30% more learner compute)."""
+    checkpoint_layers: str = "all"
+    """Under ``gradient_checkpointing``, which decoder layers recompute their activations: ``all``,
+    an integer ``N`` (the first N layers; the others keep their activations, no recompute), or
+    ``auto``: the fewest layers with which the run's memory plan (``mas-train PRESET --plan``)
+    fits its GPUs (all of them when no GPU is planned or none fits)."""
     device: str = "cpu"
     """Torch device of learners and engines: ``cpu``, ``cuda``, ``cuda:1``..."""
     engine_batch_size: int = 256
@@ -111,6 +116,11 @@ class ModelConfig:
             "model", "engine_dtype", self.engine_dtype, ("auto", "float32", "bfloat16", "float16")
         )
         _check(self.engine_batch_size >= 1, "model.engine_batch_size must be >= 1")
+        _check(
+            self.checkpoint_layers in ("all", "auto") or self.checkpoint_layers.isdigit(),
+            "model.checkpoint_layers must be 'all', 'auto' or a number of layers (>= 0), got "
+            f"{self.checkpoint_layers!r}",
+        )
         _check(self.engine_tp >= 1, f"model.engine_tp must be >= 1, got {self.engine_tp}")
         for role, name in self.role_models.items():
             _check(

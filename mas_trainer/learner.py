@@ -229,6 +229,25 @@ class _LayoutCost:
         return rows * (width * self.per_token + pairs * self.per_pair)
 
 
+def enable_checkpointing(model: Any, layers: int | None = None) -> None:
+    """Turn on gradient checkpointing for the first ``layers`` decoder layers of ``model`` (None:
+    all of them); the later layers keep their activations for the backward pass (no recompute).
+
+    Raises:
+        ValueError: ``layers`` is negative.
+    """
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    if layers is not None and layers < 0:
+        raise ValueError(f"checkpoint_layers must be >= 0 or None (all), got {layers}")
+    # transformers >= 5.24 renamed it; the old name still works there but warns.
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    (enable or model.gradient_checkpointing_enable)()
+    blocks = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    for block in blocks[layers:] if layers is not None else []:
+        block.gradient_checkpointing = False
+
+
 def packable(model: Any) -> bool:
     """Whether ``model`` takes the packed layout's block mask: every layer full attention (no
     sliding window) and an attention that reads a 4-D mask (``sdpa`` or ``eager``)."""
@@ -277,6 +296,8 @@ class Learner:
             training pass packs a prompt and its completions into one row instead, where that
             costs fewer FLOPs than a row per sample (short completions under a long prompt).
         gradient_checkpointing: Trade compute for activation memory (large models).
+        checkpoint_layers: Under ``gradient_checkpointing``, checkpoint only the first this many
+            decoder layers (the rest keep their activations: no recompute there); None: all.
         measure_change: After each update, score this share of its samples again (every
             ``1 / measure_change``-th; a no-grad forward pass over them) and report
             ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
@@ -313,6 +334,7 @@ class Learner:
         pad_token_id: int = 0,
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
+        checkpoint_layers: int | None = None,
         measure_change: float = 1.0,
         seed: int = 0,
     ) -> None:
@@ -347,6 +369,8 @@ class Learner:
         self.recompute_logprobs = recompute_logprobs
         self.pad_token_id = pad_token_id
         self.share_prompts = share_prompts
+        # No checkpointed layer is no checkpointing (the KV cache of shared prompts survives).
+        gradient_checkpointing = gradient_checkpointing and checkpoint_layers != 0
         self.gradient_checkpointing = gradient_checkpointing
         self.measure_change = measure_change
         self.device = next(model.parameters()).device
@@ -385,9 +409,7 @@ class Learner:
             else None
         )
         if gradient_checkpointing:
-            # transformers >= 5.24 renamed it; the old name still works there but warns.
-            enable = getattr(model, "activation_checkpointing_enable", None)
-            (enable or model.gradient_checkpointing_enable)()
+            enable_checkpointing(model, checkpoint_layers)
         self.optimizer = torch.optim.AdamW(
             list(self._params.values()), lr=lr, weight_decay=weight_decay
         )

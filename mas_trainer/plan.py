@@ -22,8 +22,11 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). ``tests/trainer/test_plan.py`` checks the extrapolation against a full
-track.
+(every gradient alive). With ``model.checkpoint_layers`` below all layers, a checkpointed and a
+plain layer are tracked apart, each extrapolated by its own count (from a base of 2 plain
+layers, where the plain layers' activations are the backward pass's peak); ``auto`` is the fewest
+checkpointed layers whose update fits every GPU. ``tests/trainer/test_plan.py`` checks the
+extrapolation against a full track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
@@ -37,6 +40,7 @@ tool's program and its output).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import json
@@ -56,10 +60,12 @@ __all__ = [
     "RunPlan",
     "check_cluster",
     "checkpoint_bytes",
+    "checkpoint_layers",
     "learner_memory",
     "model_shape",
     "plan_run",
     "ray_request",
+    "recompute_ratio",
 ]
 
 GIB = 2**30
@@ -228,17 +234,21 @@ def _fake_group(world: int) -> Iterator[None]:
         dist.destroy_process_group()
 
 
-def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[str, dict[str, int]]:
-    """One training step of ``shape`` cut to ``layers`` layers, tracked on fake tensors: the peak
-    of forward+backward and of the optimizer step, by kind."""
+@functools.cache
+def _track_step(
+    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...]
+) -> dict[str, dict[str, int]]:
+    """One training step of ``shape`` cut to ``layers`` layers, the first ``checkpointed`` of them
+    under gradient checkpointing, tracked on fake tensors: the peak of forward+backward and of
+    the optimizer step, by kind."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import Qwen3ForCausalLM
 
-    from mas_trainer.learner import completion_hidden, hidden_logprobs
+    from mas_trainer.learner import completion_hidden, enable_checkpointing, hidden_logprobs
 
-    micro, prompt, response, dtype, autocast, checkpointing, fsdp, temperature, top_p = spec
+    micro, prompt, response, dtype, autocast, fsdp, temperature, top_p = spec
     length = prompt + response
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     default = torch.get_default_dtype()
@@ -248,9 +258,8 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
             model = Qwen3ForCausalLM(shape.hf_config(layers))
         finally:
             torch.set_default_dtype(default)
-        if checkpointing:
-            enable = getattr(model, "activation_checkpointing_enable", None)
-            (enable or model.gradient_checkpointing_enable)()
+        if checkpointed:
+            enable_checkpointing(model, checkpointed)
         model.train()
     root: Any = None
     if fsdp:  # outside the fake mode: the device mesh holds real rank tensors
@@ -308,6 +317,7 @@ def _track_step(shape: ModelShape, layers: int, spec: tuple[Any, ...]) -> dict[s
     return phases
 
 
+@functools.cache
 def _track_logits(
     shape: ModelShape, micro: int, response: int, spec: tuple[str, str, float, float]
 ) -> int:
@@ -352,6 +362,7 @@ def learner_memory(
     temperature: float = 1.0,
     top_p: float = 1.0,
     layers: int | None = None,
+    checkpoint_layers: int | None = None,
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
 
@@ -368,26 +379,40 @@ def learner_memory(
             over a group of one, as ``benchmarks/gpu_check.py`` runs it).
         temperature: Sampling temperature (``rollout.temperature``; the learner scores at it).
         top_p: Sampling top-p (``rollout.top_p``): below 1 the learner builds the whole logits.
-        layers: Track this many layers whole instead of extrapolating from 1 and 2 (a check).
+        layers: Track this many layers whole instead of extrapolating (a check).
+        checkpoint_layers: With ``checkpointing``, the layers checkpointed (the first ones; the
+            rest keep their activations); None: all.
     """
     fsdp = shards > 1 if fsdp is None else fsdp
-    spec = (micro_batch, prompt, response, dtype, autocast, checkpointing, fsdp, temperature, top_p)
+    spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p)
+    total = layers or shape.layers
+    ckpt = (
+        0
+        if not checkpointing
+        else min(total, total if checkpoint_layers is None else checkpoint_layers)
+    )
     # FSDP2 prefetches the next layer's all-gather: from 2 layers on, one more layer adds the
-    # same bytes (1 -> 2 does not), so a sharded model is tracked at 2 and 3 layers.
-    a, b = (2, 3) if fsdp else (1, 2)
-    counts = (layers,) if layers else (a, b)
-    if fsdp:
-        with _fake_group(shards):
-            tracked = {n: _track_step(shape, n, spec) for n in counts}
-    else:
-        tracked = {n: _track_step(shape, n, spec) for n in counts}
+    # same bytes (1 -> 2 does not), so a sharded model is tracked from 2 layers. A mix of
+    # checkpointed and plain layers is tracked from 2 plain layers: with fewer, the peak can be a
+    # checkpointed layer's recompute rather than the plain layers' activations at the start of
+    # the backward pass, and one more plain layer would not add its activations to it.
+    a = 2 if fsdp else 1
+    plain = shape.layers - ckpt
+    c0, u0 = (a, 0) if not plain else (0, a) if not ckpt else (a, 2)
+    counts = [(layers - ckpt, ckpt)] if layers else [(u0, c0)]
+    counts += [(u0, c0 + 1)] if not layers and ckpt != c0 else []  # a checkpointed layer more
+    counts += [(u0 + 1, c0)] if not layers and plain != u0 else []  # a plain layer more
+    with _fake_group(shards) if fsdp else contextlib.nullcontext():
+        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec) for uc in counts}
     if layers:
-        phases = tracked[layers]
-    else:  # linear in the layer count: the value at `a` layers plus (L - a) times the slope
-        lo, hi = tracked[a], tracked[b]
+        phases = tracked[counts[0]]
+    else:  # linear in the layer counts: the base plus each kind of layer's slope times its count
+        lo = tracked[(u0, c0)]
+        per_ckpt = tracked.get((u0, c0 + 1), lo)
+        per_plain = tracked.get((u0 + 1, c0), lo)
         phases = {
-            phase: {k: lo[phase][k] + (shape.layers - a) * (hi[phase][k] - lo[phase][k])
-                    for k in lo[phase]}
+            phase: {k: lo[phase][k] + (ckpt - c0) * (per_ckpt[phase][k] - lo[phase][k])
+                    + (plain - u0) * (per_plain[phase][k] - lo[phase][k]) for k in lo[phase]}
             for phase in lo
         }  # fmt: skip
     top = max(phases.values(), key=lambda kinds: kinds["peak"])
@@ -434,6 +459,7 @@ class RunPlan:
     disk: int
     notes: list[str]
     problems: list[str]
+    checkpoint_layers: int | None = None  # decoder layers checkpointed (None: checkpointing off)
 
     @property
     def fits(self) -> bool:
@@ -503,89 +529,108 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     shards = cfg.run.ray_learners if sharded else 1
     bytes_per = {"float32": 4, "bfloat16": 2, "float16": 2}[cfg.model.dtype]
     tp = cfg.model.engine_tp if cfg.model.engine == "vllm" else 1
-    notes, problems = [], []
+    checkpointing = trains and cfg.model.gradient_checkpointing
 
-    learner: LearnerMemory | None = None
-    if trains:
-        learner = learner_memory(
-            shape,
-            micro_batch=micro,
-            prompt=prompt,
-            response=response,
-            dtype=cfg.model.dtype,
-            autocast=cfg.model.autocast,
-            checkpointing=cfg.model.gradient_checkpointing,
-            shards=shards,
-            temperature=cfg.rollout.temperature,
-            top_p=cfg.rollout.top_p,
-        )
-    weights = learner.weights if learner else bytes_per * n // shards
-    optimizer = learner.optimizer if learner else 0
+    def layout(ckpt: int) -> tuple[LearnerMemory | None, list[GpuPlan], int, list[str], list[str]]:
+        """The GPUs' items with ``ckpt`` layers checkpointed, and what does not fit."""
+        ckpt_label = f"{ckpt} of {shape.layers} layers" if checkpointing else "off"
+        notes, problems = [], []
 
-    def static(k: int) -> dict[str, int]:  # what k policies' learners hold between updates
-        items = {f"learner master weights ({cfg.model.dtype}, {k} policy(ies))": k * weights}
-        if optimizer:
-            items[f"AdamW moments ({k} policy(ies))"] = k * optimizer
-        return items
+        learner: LearnerMemory | None = None
+        if trains:
+            learner = learner_memory(
+                shape,
+                micro_batch=micro,
+                prompt=prompt,
+                response=response,
+                dtype=cfg.model.dtype,
+                autocast=cfg.model.autocast,
+                checkpointing=cfg.model.gradient_checkpointing,
+                checkpoint_layers=ckpt,
+                shards=shards,
+                temperature=cfg.rollout.temperature,
+                top_p=cfg.rollout.top_p,
+            )
+        weights = learner.weights if learner else bytes_per * n // shards
+        optimizer = learner.optimizer if learner else 0
 
-    def update(k: int) -> dict[str, int]:  # one learner updates, k - 1 others wait
-        if learner is None:
-            return static(k)
-        return {
-            **static(k),
-            "gradients": learner.grads,
-            "bf16 compute copy (FSDP's gathered units)": learner.compute_copy,
-            f"activations + temporaries (micro-batch {micro} x {prompt + response} tokens, "
-            f"checkpointing {'on' if cfg.model.gradient_checkpointing else 'off'})": (
-                learner.activations - learner.logits
-            ),
-            f"logits: LM head + log-probs (micro-batch {micro} x {response} x {shape.vocab})": (
-                learner.logits
-            ),
-        }
+        def static(k: int) -> dict[str, int]:  # what k policies' learners hold between updates
+            items = {f"learner master weights ({cfg.model.dtype}, {k} policy(ies))": k * weights}
+            if optimizer:
+                items[f"AdamW moments ({k} policy(ies))"] = k * optimizer
+            return items
 
-    gpus: list[GpuPlan] = []
-    if cfg.model.device.startswith("cuda") and not ray:
-        one = GpuPlan(f"GPU 0: {len(names)} polic{'y' if len(names) == 1 else 'ies'} "
-                      f"({', '.join(names)}), learners and engines")  # fmt: skip
-        one.rollout = {**static(len(names)), **_engine_items(cfg, shape, len(names), gpu)}
-        one.update = update(len(names))
-        gpus.append(one)
-        engine_only = _engine_items(cfg, shape, len(names), gpu)
-        gpus += [GpuPlan(f"GPU {i}: vLLM tensor-parallel rank {i}", rollout=dict(engine_only))
-                 for i in range(1, tp)]  # fmt: skip
-        count = tp
-    elif ray and cfg.run.ray_gpus_per_policy > 0:
-        per_pool = cfg.run.ray_gpus_per_policy
-        ranks = cfg.run.ray_learners
-        colocate = cfg.run.ray_colocate
-        for i in range(math.ceil(per_pool)):
-            has_learner = colocate or i < per_pool / 2
-            has_engine = (i < tp) if colocate else (i >= per_pool / 2 and i - per_pool / 2 < tp)
-            g = GpuPlan(f"each policy's GPU {i} (x{len(names)} pools): "
-                        + ", ".join(x for x, on in (("a learner rank", has_learner),
-                                                    ("the engine", has_engine)) if on))  # fmt: skip
-            learners_here = max(1, ranks // max(1, math.ceil(per_pool))) if has_learner else 0
-            if learners_here:
-                g.rollout = static(learners_here)
-                g.update = update(learners_here)
-            if has_engine:
-                g.rollout.update(_engine_items(cfg, shape, 1, gpu))
-            gpus.append(g)
-        count = math.ceil(per_pool) * len(names)
-    else:
-        count = 0
-        notes.append("no GPU: the run uses the CPU (model.device cpu or run.ray_gpus_per_policy 0)")
+        def update(k: int) -> dict[str, int]:  # one learner updates, k - 1 others wait
+            if learner is None:
+                return static(k)
+            return {
+                **static(k),
+                "gradients": learner.grads,
+                "bf16 compute copy (FSDP's gathered units)": learner.compute_copy,
+                f"activations + temporaries (micro-batch {micro} x {prompt + response} tokens, "
+                f"checkpointing {ckpt_label})": (learner.activations - learner.logits),
+                f"logits: LM head + log-probs (micro-batch {micro} x {response} x {shape.vocab})": (
+                    learner.logits
+                ),
+            }
 
-    limit = gpu - int(RESERVE_GIB * GIB)
-    for g in gpus:
-        for phase, items in (("rollout", g.rollout), ("update", g.update)):
-            total = sum(items.values())
-            if total > limit:
-                problems.append(
-                    f"{g.name}: the {phase} needs {total / GIB:.1f} GiB of {limit / GIB:.1f} GiB; "
-                    + _advice(cfg, phase, total - limit, learner, gpu)
-                )
+        gpus: list[GpuPlan] = []
+        if cfg.model.device.startswith("cuda") and not ray:
+            one = GpuPlan(f"GPU 0: {len(names)} polic{'y' if len(names) == 1 else 'ies'} "
+                          f"({', '.join(names)}), learners and engines")  # fmt: skip
+            one.rollout = {**static(len(names)), **_engine_items(cfg, shape, len(names), gpu)}
+            one.update = update(len(names))
+            gpus.append(one)
+            engine_only = _engine_items(cfg, shape, len(names), gpu)
+            gpus += [GpuPlan(f"GPU {i}: vLLM tensor-parallel rank {i}", rollout=dict(engine_only))
+                     for i in range(1, tp)]  # fmt: skip
+            count = tp
+        elif ray and cfg.run.ray_gpus_per_policy > 0:
+            per_pool = cfg.run.ray_gpus_per_policy
+            ranks = cfg.run.ray_learners
+            colocate = cfg.run.ray_colocate
+            for i in range(math.ceil(per_pool)):
+                has_learner = colocate or i < per_pool / 2
+                has_engine = (i < tp) if colocate else (i >= per_pool / 2 and i - per_pool / 2 < tp)
+                held = (("a learner rank", has_learner), ("the engine", has_engine))
+                g = GpuPlan(f"each policy's GPU {i} (x{len(names)} pools): "
+                            + ", ".join(x for x, on in held if on))  # fmt: skip
+                learners_here = max(1, ranks // max(1, math.ceil(per_pool))) if has_learner else 0
+                if learners_here:
+                    g.rollout = static(learners_here)
+                    g.update = update(learners_here)
+                if has_engine:
+                    g.rollout.update(_engine_items(cfg, shape, 1, gpu))
+                gpus.append(g)
+            count = math.ceil(per_pool) * len(names)
+        else:
+            count = 0
+            notes.append(
+                "no GPU: the run uses the CPU (model.device cpu or run.ray_gpus_per_policy 0)"
+            )
+
+        limit = gpu - int(RESERVE_GIB * GIB)
+        for g in gpus:
+            for phase, items in (("rollout", g.rollout), ("update", g.update)):
+                total = sum(items.values())
+                if total > limit:
+                    problems.append(
+                        f"{g.name}: the {phase} needs {total / GIB:.1f} GiB of "
+                        f"{limit / GIB:.1f} GiB; "
+                        + _advice(cfg, phase, total - limit, learner, gpu)
+                    )
+        return learner, gpus, count, notes, problems
+
+    ckpt = shape.layers
+    if cfg.model.checkpoint_layers.isdigit():
+        ckpt = min(int(cfg.model.checkpoint_layers), shape.layers)
+    _, gpus, count, notes, problems = layout(ckpt)
+    if checkpointing and cfg.model.checkpoint_layers == "auto" and gpus and not problems:
+        # The fewest checkpointed layers that still fit (memory falls as layers are added).
+        ckpt = next(c for c in range(shape.layers + 1) if c == shape.layers or not layout(c)[4])
+        _, gpus, count, notes, problems = layout(ckpt)
+    if checkpointing:
+        notes.append(_recompute_note(cfg, shape, ckpt, prompt, response))
     if cfg.model.engine == "vllm" and gpus:
         kv = _engine_items(cfg, shape, len(names) if not ray else 1, gpu)
         engines = len(names) if not ray else 1
@@ -614,7 +659,53 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     reference = cfg.algo.kl_coef > 0 and cfg.algo.policy_map != "per_role_lora"
     per_ckpt = len(names) * checkpoint_bytes(shape, cfg.model.dtype, reference=reference)
     disk = kept * per_ckpt if trains else 0
-    return RunPlan(cfg.preset, gpu_gib, gpus, count, disk, notes, problems)
+    ckpt_layers = ckpt if checkpointing else None
+    return RunPlan(cfg.preset, gpu_gib, gpus, count, disk, notes, problems, ckpt_layers)
+
+
+def checkpoint_layers(cfg: TrainConfig) -> int | None:
+    """The decoder layers a learner of ``cfg`` checkpoints (``model.checkpoint_layers``; None:
+    all), ``auto`` resolved by :func:`plan_run` on the visible GPU (79 GiB without one)."""
+    if cfg.model.checkpoint_layers == "all":
+        return None
+    if cfg.model.checkpoint_layers != "auto":
+        return int(cfg.model.checkpoint_layers)
+    import torch
+
+    gib = DEFAULT_GPU_GIB
+    if torch.cuda.is_available():
+        gib = torch.cuda.get_device_properties(0).total_memory / GIB
+    return plan_run(cfg, gib).checkpoint_layers
+
+
+def recompute_ratio(shape: ModelShape, checkpointed: int, prompt: int, response: int) -> float:
+    """FLOPs of a training pass (forward, the checkpointed layers' recompute, backward) over one
+    forward + backward, by arithmetic: a matmul's backward is twice its forward; the decoder's
+    matmuls run on ``prompt + response`` tokens, attention counted over every (query, key) pair
+    as torch's counter counts it, the LM head on the ``response`` tokens only.
+    ``benchmarks/bench_learner_efficiency.py`` counts the same with ``FlopCounterMode``."""
+    tokens = prompt + response
+    attn = shape.hidden * shape.head_dim * (2 * shape.heads + 2 * shape.kv_heads)
+    per_layer = 2 * tokens * (attn + 3 * shape.hidden * shape.intermediate)
+    per_layer += 4 * tokens * tokens * shape.heads * shape.head_dim
+    forward = shape.layers * per_layer + 2 * response * shape.hidden * shape.vocab
+    return 1 + checkpointed * per_layer / (3 * forward)
+
+
+def _recompute_note(
+    cfg: TrainConfig, shape: ModelShape, ckpt: int, prompt: int, response: int
+) -> str:
+    """The plan's line on gradient checkpointing: the layers it recomputes and what that costs."""
+    chosen = {"auto": " (auto: the fewest that fit)", "all": ""}.get(
+        cfg.model.checkpoint_layers, ""
+    )
+    return (
+        f"gradient checkpointing: {ckpt} of {shape.layers} decoder layers recomputed{chosen} "
+        f"(model.checkpoint_layers {ckpt}): the training pass costs "
+        f"{recompute_ratio(shape, ckpt, prompt, response):.2f}x one forward + backward "
+        f"(all layers: {recompute_ratio(shape, shape.layers, prompt, response):.2f}x; scoring "
+        "passes aside)"
+    )
 
 
 def checkpoint_bytes(shape: ModelShape, dtype: str, *, reference: bool = False) -> int:

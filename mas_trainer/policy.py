@@ -384,6 +384,8 @@ def learner_kwargs(
     state for both)."""
     import torch
 
+    from mas_trainer.plan import checkpoint_layers
+
     return {
         "lr": cfg.optim.lr_of(name),
         "weight_decay": cfg.optim.weight_decay,
@@ -400,6 +402,7 @@ def learner_kwargs(
         "adapter": adapter,
         "pad_token_id": tokenizer.pad_token_id,
         "gradient_checkpointing": cfg.model.gradient_checkpointing,
+        "checkpoint_layers": checkpoint_layers(cfg) if cfg.model.gradient_checkpointing else None,
         "seed": cfg.run.seed,
     }
 

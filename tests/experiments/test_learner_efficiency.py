@@ -62,3 +62,19 @@ def test_padding_stays_under_a_tenth_at_the_paper_batch_shape(bench):
     for seed in range(3):
         batch = bench.make_samples(64, 1024, 4096, seed=seed, group_size=4)
         assert bench.padding_share(learner, batch) < 0.10
+
+
+def test_fake_tensor_flops_extrapolate_per_layer_and_fall_with_fewer_checkpointed_layers(bench):
+    """Part 5 counts the paper shape on fake tensors at 1 and 2 layers and extrapolates: exact
+    against a whole count; fewer checkpointed layers, fewer FLOPs in the PPO pass only."""
+    from mas_trainer.plan import ModelShape
+
+    shape = ModelShape(hidden=64, layers=3, heads=4, kv_heads=2, head_dim=16, intermediate=128,
+                       vocab=512, tied=True)  # fmt: skip
+    batch = bench.make_samples(8, 24, 16, seed=0, group_size=4)
+    whole = bench.shape_flops(shape, batch, 4, 2, 1)
+    assert bench.extrapolated_flops(shape, batch, 4, 2) == pytest.approx(whole, rel=1e-9)
+    everything = bench.extrapolated_flops(shape, batch, 4, 3)
+    assert whole["train"] < everything["train"]
+    assert whole["score"] == everything["score"] and whole["floor"] == everything["floor"]
+    assert whole["score"] > 0 and whole["floor"] > 0

@@ -351,6 +351,35 @@ def test_gradient_checkpointing_gives_the_same_update() -> None:
         assert torch.allclose(p, q, atol=1e-6)
 
 
+def test_checkpointing_some_layers_gives_the_same_logprobs_and_gradients_with_less_recompute():
+    """``checkpoint_layers=1``: the first layer recomputes, the others keep their activations. The
+    log-probs and gradients equal full checkpointing's; the FLOPs lie between none and all."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    results = {}
+    for layers in (None, 1, 0):  # all, the first, none
+        m = copy.deepcopy(model)
+        learner = _learner(m, gradient_checkpointing=True, checkpoint_layers=layers)
+        flags = [layer.gradient_checkpointing for layer in m.model.layers]
+        assert flags == [layers is None or i < layers for i in range(len(flags))]
+        with FlopCounterMode(display=False) as counter:
+            logps = []
+            for batch in learner._micro_batches(samples, list(range(len(samples)))):
+                logp = learner._logprobs(batch)[0]
+                (logp * batch.mask).sum().backward()
+                logps.append(logp.detach())
+        grads = {n: p.grad.clone() for n, p in m.named_parameters()}
+        results[layers] = (logps, grads, counter.get_total_flops())
+    (lp_all, g_all, f_all), (lp_one, g_one, f_one), (_, _, f_none) = results.values()
+    assert f_none < f_one < f_all
+    for a, b in zip(lp_all, lp_one, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    for n, g in g_all.items():
+        assert torch.allclose(g, g_one[n], atol=1e-6), n
+
+
 def _grouped_samples(model, tok, k: int = 4, max_tokens: int = 12) -> list[TrainSample]:
     """K sampled candidates for each of 4 prompts of different lengths (one tree-rollout turn)."""
     prompts = [

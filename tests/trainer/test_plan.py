@@ -45,6 +45,22 @@ def test_extrapolated_learner_peak_matches_a_full_track():
 
 
 @pytest.mark.slow
+def test_fewer_checkpointed_layers_hold_more_activations_and_extrapolate():
+    """``checkpoint_layers``: the plan tracks a checkpointed and a plain layer apart; 1, 2 and 4
+    of 5 layers checkpointed agree with a whole track, and fewer checkpointed layers hold more."""
+    kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
+    for layers in (1, 2, 4):
+        full = learner_memory(SMALL, layers=SMALL.layers, checkpoint_layers=layers, **kw)
+        fast = learner_memory(SMALL, checkpoint_layers=layers, **kw)
+        assert _close(fast.peak, full.peak), (layers, fast, full)
+    acts = [learner_memory(SMALL, checkpoint_layers=c, **kw).activations for c in (5, 2, 0)]
+    assert acts[0] < acts[1] < acts[2]
+    assert learner_memory(SMALL, checkpoint_layers=0, **kw) == learner_memory(
+        SMALL, **{**kw, "checkpointing": False}
+    )
+
+
+@pytest.mark.slow
 def test_extrapolated_fsdp_peak_matches_a_full_track():
     kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
     full = learner_memory(SMALL, shards=2, layers=SMALL.layers, **kw)
@@ -154,3 +170,34 @@ def test_checkpoint_disk_estimate_matches_what_a_real_save_writes(tmp_path, kl_c
     estimate = checkpoint_bytes(SMALL, "float32", reference=kl_coef > 0)
     assert _close(estimate, written, 0.03), (estimate, written)
     assert written > estimate  # what it leaves out is files, never tensors
+
+
+def test_auto_checkpoints_the_fewest_layers_that_fit():
+    """``model.checkpoint_layers auto``: no layer where memory is plentiful; on a GPU where only
+    full checkpointing fits, every layer; the plan's note names the choice and its FLOPs."""
+    over = ["--model.device", "cuda", "--model.gradient_checkpointing", "true",
+            "--model.checkpoint_layers", "auto"]  # fmt: skip
+    plenty = plan_run(build_config("plan-path-tiny", overrides=over))
+    assert plenty.fits and plenty.checkpoint_layers == 0
+    assert any("0 of 2 decoder layers recomputed (auto" in n for n in plenty.notes), plenty.notes
+    # Long sequences (activations dominate): a GPU that fits 1 checkpointed layer, not 0.
+    longer = [*over, "--rollout.max_new_tokens", "1024"]
+    fixed = {
+        c: plan_run(
+            build_config(
+                "plan-path-tiny",
+                overrides=[
+                    *longer[:4],
+                    "--rollout.max_new_tokens",
+                    "1024",
+                    "--model.checkpoint_layers",
+                    str(c),
+                ],
+            )
+        )
+        for c in (0, 1)
+    }
+    peaks = {c: max(sum(g.update.values()) for g in p.gpus) for c, p in fixed.items()}
+    assert peaks[1] < peaks[0]
+    tight = plan_run(build_config("plan-path-tiny", overrides=longer), (peaks[1] + 2 * GIB) / GIB)
+    assert tight.fits and tight.checkpoint_layers == 1

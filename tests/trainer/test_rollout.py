@@ -14,6 +14,7 @@ pytest.importorskip("transformers")
 
 from digit_env import DigitEnv
 
+from mas_envs.planpath.prompts import oracle_program_v1
 from mas_trainer.engines import Completion, SamplingParams
 from mas_trainer.models import build_byte_tokenizer
 from mas_trainer.rollout import TreeRollout, encode_prompt
@@ -340,36 +341,7 @@ def test_one_candidate_per_root_prefetches_nothing():
     assert log.steps and not log.calls
 
 
-BFS_FROM_STDIN = """```python
-import sys
-from collections import deque
-
-rows = sys.stdin.read().strip("\\n").split("\\n")
-for r, line in enumerate(rows):
-    for c, ch in enumerate(line):
-        if ch == "A":
-            start = (r, c)
-        if ch == "G":
-            goal = (r, c)
-steps = {"U": (-1, 0), "D": (1, 0), "L": (0, -1), "R": (0, 1)}
-came = {start: None}
-queue = deque([start])
-while queue:
-    cell = queue.popleft()
-    if cell == goal:
-        break
-    for move, (dr, dc) in steps.items():
-        r, c = cell[0] + dr, cell[1] + dc
-        if 0 <= r < len(rows) and 0 <= c < len(rows[r]) and rows[r][c] != "#":
-            if (r, c) not in came:
-                came[r, c] = (cell, move)
-                queue.append((r, c))
-moves = []
-while came[cell]:
-    cell, move = came[cell]
-    moves.append(move)
-print("####", ", ".join(reversed(moves)))
-```"""
+BFS_FROM_STDIN = oracle_program_v1()  # reads the grid from stdin: the same text on every level
 TOOL_TEXTS = [BFS_FROM_STDIN, '```python\nprint("#### R")\n```', "Go right, I think."]
 PLANNER_TEXTS = ["#### U", "#### L", "no idea"]
 

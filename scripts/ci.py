@@ -215,6 +215,8 @@ def adapters(out: TextIO) -> None:
         sh(python, *PYTEST, "-m", "adapters", f"tests/adapters/test_adapter_{extra}.py", out=out)
     # The docs' code blocks that drive a framework, now that every one is installed.
     sh(python, *PYTEST, "-m", "adapters", "tests/project/test_snippets.py", out=out)
+    # The shell blocks again, now that mas-openenv's module imports (skipped in the quick suite).
+    sh(python, *PYTEST, "tests/project/test_shell_snippets.py", out=out)
     check = "import torch; assert not torch.version.cuda, torch.__version__"
     sh(python, "-c", check, out=out)  # still the CPU build
 

@@ -369,18 +369,16 @@ def check_mas_train(call: Call, folder: Path) -> str:
 
 def check_cli(call: Call) -> str:
     """mas-eval, mas-leaderboard, mas-data, mas-openenv: the real parser, stopped after it."""
-    from mas_envs.adapters.openenv import main as openenv_main
     from mas_envs.datasets.cli import main as data_main
     from mas_trainer.eval.cli import main as eval_main
     from mas_trainer.eval.leaderboard.cli import main as leaderboard_main
 
     name = call.name.removeprefix(".venv/bin/")
-    main = {
-        "mas-eval": eval_main,
-        "mas-leaderboard": leaderboard_main,
-        "mas-data": data_main,
-        "mas-openenv": openenv_main,
-    }[name]
+    clis = {"mas-eval": eval_main, "mas-leaderboard": leaderboard_main, "mas-data": data_main}
+    if name == "mas-openenv":  # its module needs the openenv extra (CI's adapters step has it)
+        main = pytest.importorskip("mas_envs.adapters.openenv", exc_type=ImportError).main
+    else:
+        main = clis[name]
     error, _ = parses(lambda: main(call.args), call.args)
     return f"`{call}`: {error}" if error else ""
 

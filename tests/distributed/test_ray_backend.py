@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -259,6 +260,25 @@ def test_a_dead_learner_rank_is_not_restarted_and_the_update_says_which_died():
         ray.get(rank.ping.remote(), timeout=60)
 
 
+def _kill_and_wait(actor) -> None:
+    """SIGKILL an actor's process (on this machine) and wait until it is gone: a crash, which
+    Ray handles as it would any other (it restarts the actors it may)."""
+    import signal
+
+    pid = ray.get(actor.__ray_call__.remote(lambda _self: os.getpid()), timeout=60)
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        except (FileNotFoundError, ProcessLookupError):
+            return
+        if state == "Z":  # dead, not yet reaped by its parent
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"actor process {pid} still alive 30 s after SIGKILL")
+
+
 def test_a_run_builds_learner_ranks_that_stay_dead_and_rollout_actors_that_come_back():
     """The actors ``build_ray_policies`` starts: a learner rank that dies is left dead and the
     update names it (a restarted rank would rejoin no group and hold no optimizer state), while a
@@ -273,8 +293,10 @@ def test_a_run_builds_learner_ranks_that_stay_dead_and_rollout_actors_that_come_
     try:
         pol = built.policies["shared"]
         (rank,) = pol.model.learners
-        ray.kill(pol.engine.actor, no_restart=False)  # as a crash: Ray restarts what it may
-        ray.kill(rank, no_restart=False)
+        # As crashes: each process is killed and gone before the next call (ray.kill returns
+        # before its actor dies, so a call right after it could still be served by the old one).
+        for actor in (pol.engine.actor, rank):
+            _kill_and_wait(actor)
         prompt = pol.tokenizer.encode("task 1")
         (completion,) = pol.engine.generate([prompt], SamplingParams(max_tokens=3), seed=0)
         assert pol.engine.restarts == 1 and completion.token_ids

@@ -50,6 +50,7 @@ from unittest import mock
 
 import pytest
 import tomllib
+from doc_blocks import Block
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -81,18 +82,6 @@ RAW_DATA = ROOT / "tests" / "fixtures" / "datasets"
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 EXTRAS = set(PYPROJECT["project"]["optional-dependencies"])
 MARKERS = {m.split(":")[0] for m in PYPROJECT["tool"]["pytest"]["ini_options"]["markers"]}
-
-
-@dataclass(frozen=True)
-class Block:
-    path: Path
-    line: int
-    code: str
-    illustration: bool
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
 
 
 @dataclass(frozen=True)

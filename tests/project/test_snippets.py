@@ -23,9 +23,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
+import doc_blocks
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,16 +52,8 @@ SLOW = re.compile(r"\.train\(\)|mas_trainer\.(train|models)|build_tiny_model|GRP
 ADAPTERS = {"trl": "trl", "skyrl": "skyrl_gym", "openenv": "openenv", "verifiers": "verifiers"}
 
 
-@dataclass(frozen=True)
-class Block:
-    path: Path
-    line: int
-    code: str
-    illustration: bool
-
-    @property
-    def id(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+class Block(doc_blocks.Block):
+    """A Python block, which also knows the packages it imports."""
 
     def imports(self) -> set[str]:
         names = set(re.findall(r"^\s*(?:from|import)\s+([\w]+)", self.code, re.M))

@@ -31,3 +31,14 @@ def test_gpu_check_dry_run_runs_every_section_on_cpu(tmp_path, capsys):
     for line in ("measured vs", "--plan", "checkpoint: save", "transformers engine", "FSDP2 (gloo"):
         assert line in out
     assert json.loads((tmp_path / "f.json").read_text())["learner"]["params"] > 0
+
+
+def test_gpu_check_skips_sections_past_its_time_budget(capsys):
+    """On a lent machine the check must end within its budget: a section that would pass it is
+    skipped and named, and the learner section (the one the budget is sized around) still runs."""
+    figures = load("gpu_check").run(["--dry-run", "--repeats", "1", "--budget-s", "0"])
+    out = capsys.readouterr().out
+    assert figures["skipped"] == ["checkpoint", "engine", "fsdp"]
+    assert figures["learner"]["tokens_per_s"] > 0
+    assert "checkpoint" not in figures and "fsdp" not in figures
+    assert "skipped (time budget 0 s): checkpoint, engine, fsdp" in out

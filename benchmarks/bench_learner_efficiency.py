@@ -161,19 +161,26 @@ def _fake_model(shape: Any, layers: int) -> Any:
 
 
 def shape_flops(
-    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int, plain: int
+    shape: Any,
+    batch: list[TrainSample],
+    micro: int,
+    checkpointed: int,
+    plain: int,
+    mode: str = "full",
+    passes: tuple[str, ...] = ("train", "score", "floor"),
 ) -> dict[str, float]:
     """FLOPs of the learner's passes over ``batch`` (one mini-batch) at a model ``shape`` of
-    ``checkpointed`` + ``plain`` decoder layers, counted on fake tensors: ``train`` (the PPO pass:
-    forward, recompute, backward, the learner's own micro-batches and code path), ``score`` (a
-    no-grad scoring pass over the same samples) and ``floor`` (one fwd+bwd per sample, unpadded,
-    the LM head on every position, as :func:`floor_flops`)."""
+    ``checkpointed`` + ``plain`` decoder layers (``plain`` ones selectively checkpointed with
+    ``mode`` ``selective``), counted on fake tensors: ``train`` (the PPO pass: forward,
+    recompute, backward, the learner's own micro-batches and code path), ``score`` (a no-grad
+    scoring pass over the same samples, as ``Learner.update`` scores them) and ``floor`` (one
+    fwd+bwd per sample, unpadded, the LM head on every position, as :func:`floor_flops`)."""
     layers = checkpointed + plain
     model = _fake_model(shape, layers)
     learner = Learner(
         model, lr=1e-6, mini_batch_size=len(batch), micro_batch_size=micro, pad_token_id=0,
-        temperature=0.6, dtype=torch.bfloat16, gradient_checkpointing=checkpointed > 0,
-        checkpoint_layers=checkpointed,
+        temperature=0.6, dtype=torch.bfloat16, checkpoint_layers=checkpointed,
+        gradient_checkpointing=checkpointed > 0 or mode == "selective", checkpoint_mode=mode,
     )  # fmt: skip
     out = {}
     with model.fake_mode:
@@ -182,8 +189,11 @@ def shape_flops(
             for b in learner._micro_batches(batch, list(range(len(batch)))):
                 (learner._logprobs(b)[0] * b.mask).sum().backward()
 
-        out["train"] = count_flops(train)
-        out["score"] = count_flops(lambda: learner._score(batch))
+        if "train" in passes:
+            out["train"] = count_flops(train)
+        if "score" in passes:
+            out["score"] = count_flops(lambda: learner._score(batch))
+    if "floor" in passes:
         floor = _fake_model(shape, layers)
         with floor.fake_mode:
             out["floor"] = floor_flops(floor, batch)
@@ -191,13 +201,21 @@ def shape_flops(
 
 
 def extrapolated_flops(
-    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int
-) -> dict[str, float]:
-    """:func:`shape_flops` at ``shape.layers`` layers (the first ``checkpointed`` checkpointed),
-    from counts at 1 and 2 layers: FLOPs are linear in each kind of layer's count."""
-    base = shape_flops(shape, batch, micro, 1, 0)
-    one_more = shape_flops(shape, batch, micro, 2, 0)
-    plain = shape_flops(shape, batch, micro, 1, 1)
+    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int, mode: str = "full",
+    counted: dict[tuple[int, int, str], dict[str, float]] | None = None,
+) -> dict[str, float]:  # fmt: skip
+    """:func:`shape_flops` at ``shape.layers`` layers (the first ``checkpointed`` checkpointed,
+    the rest as ``mode`` has them), from counts at 1 and 2 layers: FLOPs are linear in each kind
+    of layer's count. ``counted`` keeps the counts for the next call (the same batch)."""
+    counted = {} if counted is None else counted
+
+    def at(c: int, p: int) -> dict[str, float]:
+        key = (c, p, mode if p else "full")
+        if key not in counted:
+            counted[key] = shape_flops(shape, batch, micro, c, p, key[2])
+        return counted[key]
+
+    base, one_more, plain = at(1, 0), at(2, 0), at(1, 1)
     extra_plain = shape.layers - checkpointed
     return {
         k: base[k]
@@ -216,33 +234,39 @@ def paper_shape(args: Any) -> None:
     print("5. FLOPs per trained token / floor at Qwen3-1.7B's shape, paper lengths (fake tensors)")
     small = ModelShape(**{**vars(shape), "layers": 4})
     check = make_samples(8, 64, 128, seed=0, group_size=4)
-    full = shape_flops(small, check, 4, 3, 1)
-    extra = extrapolated_flops(small, check, 4, 3)
-    print(
-        f"   check at 4 layers (3 checkpointed), 8 short samples: counted {full['train']:.4g}, "
-        f"extrapolated from 1-2 layers {extra['train']:.4g} FLOPs"
-    )
+    for mode in ("full", "selective"):
+        full = shape_flops(small, check, 4, 3, 1, mode, passes=("train",))
+        extra = extrapolated_flops(small, check, 4, 3, mode)
+        print(
+            f"   check at 4 layers (3 checkpointed, 1 {'plain' if mode == 'full' else mode}), "
+            f"8 short samples: counted {full['train']:.4g}, extrapolated from 1-2 layers "
+            f"{extra['train']:.4g} FLOPs"
+        )
     batch = make_samples(64, args.paper_prompt_len, args.paper_completion_len, seed=0, group_size=4)
-    choices = {"all (today)": shape.layers, "none": 0}
-    for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
-        cfg = build_config(preset, overrides=["--model.checkpoint_layers", "auto"])
-        layers = plan_run(cfg).checkpoint_layers
-        choices[f"auto, {preset} on its GPU"] = shape.layers if layers is None else layers
+    choices = {("all (the default)", "full"): shape.layers, ("none", "full"): 0,
+               ("selective: all", "selective"): 0}  # fmt: skip
+    for mode in ("full", "selective"):
+        for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
+            over = ["--model.checkpoint_layers", "auto", "--model.checkpoint_mode", mode]
+            layers = plan_run(build_config(preset, overrides=over)).checkpoint_layers
+            label = f"{'selective, ' if mode == 'selective' else ''}auto, {preset}"
+            choices[(label, mode)] = shape.layers if layers is None else layers
     print(
         f"   mini-batch of 64 (prompts {args.paper_prompt_len // 2}-{args.paper_prompt_len}, "
         f"completions {args.paper_completion_len // 2}-{args.paper_completion_len}), "
-        "micro-batch 4; "
-        "PPO pass / scoring pass (no grad) / their sum with n mini-batches an update, each "
-        "sample scored before (all but the first mini-batch) and re-scored after "
-        "(measure_change=1)"
+        "micro-batch 4: the PPO pass, a no-grad scoring pass, and their sum with n mini-batches "
+        "an update (each sample scored before the update but the first mini-batch's), then with "
+        "every sample re-scored after it (measure_change=1, the default)"
     )
-    for name, ckpt in choices.items():
-        f = extrapolated_flops(shape, batch, 4, ckpt)
+    counted: dict[tuple[int, int, str], dict[str, float]] = {}
+    for (name, mode), ckpt in choices.items():
+        f = extrapolated_flops(shape, batch, 4, ckpt, mode, counted)
         train, score = f["train"] / f["floor"], f["score"] / f["floor"]
-        totals = "  ".join(f"n={n}: {train + (1 - 1 / n + 1) * score:.2f}" for n in (1, 8))
+        own = "  ".join(f"n={n}: {train + (1 - 1 / n) * score:.2f}" for n in (1, 8))
+        rescored = "  ".join(f"n={n}: {train + (2 - 1 / n) * score:.2f}" for n in (1, 8))
         print(
-            f"   {ckpt:2d} of {shape.layers} layers checkpointed, {name:44s} PPO pass {train:.3f}  "
-            f"scoring {score:.3f}  total {totals}"
+            f"   {ckpt:2d} of {shape.layers} full, {name:45s} PPO {train:.3f}  scoring "
+            f"{score:.3f}  total {own}  re-scored {rescored}"
         )
 
 

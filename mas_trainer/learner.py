@@ -229,23 +229,64 @@ class _LayoutCost:
         return rows * (width * self.per_token + pairs * self.per_pair)
 
 
-def enable_checkpointing(model: Any, layers: int | None = None) -> None:
+CHECKPOINT_MODES = ("full", "selective")
+"""What the layers past ``checkpoint_layers`` do: ``full`` keeps all their activations (no
+recompute); ``selective`` checkpoints them too but saves every matmul and attention output, so
+their replay recomputes only pointwise ops (norms, activations, RoPE: no matmul FLOPs)."""
+
+
+def _saved_by_selective() -> frozenset[Any]:
+    """The ops whose outputs a selectively checkpointed layer keeps (torchtitan's "op" policy
+    without its every-other-matmul thinning): every matmul and attention kernel."""
+    aten = torch.ops.aten
+    names = (
+        "mm", "addmm", "bmm", "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+    )  # fmt: skip
+    return frozenset(getattr(aten, n).default for n in names if hasattr(aten, n))
+
+
+def _selective_context() -> tuple[Any, Any]:
+    """``context_fn`` of a selectively checkpointed layer (:data:`CHECKPOINT_MODES`)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    saved = _saved_by_selective()
+
+    def policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+        return CheckpointPolicy.MUST_SAVE if op in saved else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+def enable_checkpointing(model: Any, layers: int | None = None, mode: str = "full") -> None:
     """Turn on gradient checkpointing for the first ``layers`` decoder layers of ``model`` (None:
-    all of them); the later layers keep their activations for the backward pass (no recompute).
+    all of them); the later layers keep their activations for the backward pass (``mode``
+    ``full``: no recompute) or their matmul and attention outputs (``selective``: the replay
+    recomputes only pointwise ops).
 
     Raises:
-        ValueError: ``layers`` is negative.
+        ValueError: ``layers`` is negative or ``mode`` unknown.
     """
+    from functools import partial
+
+    from torch.utils.checkpoint import checkpoint
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     if layers is not None and layers < 0:
         raise ValueError(f"checkpoint_layers must be >= 0 or None (all), got {layers}")
+    if mode not in CHECKPOINT_MODES:
+        raise ValueError(f"checkpoint mode must be one of {CHECKPOINT_MODES}, got {mode!r}")
     # transformers >= 5.24 renamed it; the old name still works there but warns.
     enable = getattr(model, "activation_checkpointing_enable", None)
-    (enable or model.gradient_checkpointing_enable)()
+    (enable or model.gradient_checkpointing_enable)({"use_reentrant": False})
     blocks = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
     for block in blocks[layers:] if layers is not None else []:
-        block.gradient_checkpointing = False
+        if mode == "selective":
+            func = partial(checkpoint, use_reentrant=False, context_fn=_selective_context)
+            setattr(block, "_gradient_checkpointing_func", func)  # noqa: B010 (a Module attribute)
+        else:
+            block.gradient_checkpointing = False
 
 
 def packable(model: Any) -> bool:
@@ -298,6 +339,9 @@ class Learner:
         gradient_checkpointing: Trade compute for activation memory (large models).
         checkpoint_layers: Under ``gradient_checkpointing``, checkpoint only the first this many
             decoder layers (the rest keep their activations: no recompute there); None: all.
+        checkpoint_mode: What the layers past ``checkpoint_layers`` do (:data:`CHECKPOINT_MODES`):
+            ``full`` keeps their activations, ``selective`` checkpoints them saving every matmul
+            and attention output (their replay costs no matmul FLOPs, their memory lies between).
         measure_change: After each update, score this share of its samples again (every
             ``1 / measure_change``-th; a no-grad forward pass over them) and report
             ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
@@ -335,6 +379,7 @@ class Learner:
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
         checkpoint_layers: int | None = None,
+        checkpoint_mode: str = "full",
         measure_change: float = 1.0,
         seed: int = 0,
     ) -> None:
@@ -369,8 +414,14 @@ class Learner:
         self.recompute_logprobs = recompute_logprobs
         self.pad_token_id = pad_token_id
         self.share_prompts = share_prompts
+        if checkpoint_mode not in CHECKPOINT_MODES:
+            raise ValueError(
+                f"checkpoint_mode must be one of {CHECKPOINT_MODES}, got {checkpoint_mode!r}"
+            )
         # No checkpointed layer is no checkpointing (the KV cache of shared prompts survives).
-        gradient_checkpointing = gradient_checkpointing and checkpoint_layers != 0
+        gradient_checkpointing = gradient_checkpointing and (
+            checkpoint_layers != 0 or checkpoint_mode == "selective"
+        )
         self.gradient_checkpointing = gradient_checkpointing
         self.measure_change = measure_change
         self.device = next(model.parameters()).device
@@ -409,7 +460,7 @@ class Learner:
             else None
         )
         if gradient_checkpointing:
-            enable_checkpointing(model, checkpoint_layers)
+            enable_checkpointing(model, checkpoint_layers, checkpoint_mode)
         self.optimizer = torch.optim.AdamW(
             list(self._params.values()), lr=lr, weight_decay=weight_decay
         )
@@ -1030,11 +1081,17 @@ class Learner:
         ent_sum, n_tok = 0.0, 0
         was_training = model.training
         model.eval()
+        index = list(range(len(samples)))
+        repeated = len({tuple(s.prompt_ids) for s in samples}) < len(samples)
         with ctx:
-            for batch in self._micro_batches(samples, list(range(len(samples)))):
-                lp, ent = self._token_logprobs(
-                    model, batch, self.temperature, self.top_p, with_entropy
+            if self.share_prompts and repeated:
+                scored = self._prompt_once_logprobs(model, samples, index, with_entropy)
+            else:
+                scored = (
+                    (b, *self._token_logprobs(model, b, self.temperature, self.top_p, with_entropy))
+                    for b in self._micro_batches(samples, index)
                 )
+            for batch, lp, ent in scored:
                 if ent is not None:
                     ent_sum += float((ent * batch.mask).sum())
                     n_tok += batch.n_tokens
@@ -1042,6 +1099,111 @@ class Learner:
                     out[i] = lp[r, : len(samples[i].completion_ids)].float().cpu()
         model.train(was_training)
         return out, (ent_sum, n_tok)
+
+    def _prompt_once_logprobs(
+        self, model: Any, samples: Sequence[TrainSample], index: list[int], with_entropy: bool
+    ) -> Iterator[tuple[_Batch, torch.Tensor, torch.Tensor | None]]:
+        """Scoring (no grad) with each distinct prompt run once: per block of a mini-batch's
+        worth of samples (grouped by prompt), the prompts' KV caches, then the completions in
+        micro-batches of similar completion length (little padding), each row attending to its
+        own prompt's cache. Yields each micro-batch with its ``(b, Tc)`` log-probs and entropy."""
+        base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        order = sorted(index, key=lambda i: (samples[i].prompt_ids, i))
+        for start in range(0, len(order), self.mini_batch_size):
+            block = order[start : start + self.mini_batch_size]
+            with self._autocast():
+                prompts = self._prompt_states(base, [samples[i].prompt_ids for i in block])
+            by_length = sorted(block, key=lambda i: (len(samples[i].completion_ids), i))
+            for chunk in self._chunks(by_length):
+                batch = self._collate_shared(samples, chunk)
+                with self._autocast():
+                    hidden = self._cached_prompt_hidden(base, batch, samples, chunk, prompts)
+                    lp, ent = hidden_logprobs(
+                        base.get_output_embeddings(), hidden, batch.targets, self.temperature,
+                        self.top_p, with_entropy,
+                    )  # fmt: skip
+                yield batch, lp, ent
+
+    def _prompt_states(
+        self, base: Any, prompts: list[list[int]]
+    ) -> dict[tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]]:
+        """Each distinct prompt's per-layer ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its
+        last hidden state ``(H,)`` (which predicts the first completion token), run in
+        micro-batches of similar length."""
+        from transformers import DynamicCache
+
+        distinct = sorted({tuple(p) for p in prompts}, key=len)
+        out = {}
+        decoder = base.get_decoder()
+        for chunk in self._chunks(list(range(len(distinct)))):
+            rows = [distinct[j] for j in chunk]
+            width = max(len(p) for p in rows)
+            ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
+            mask = torch.zeros((len(rows), width), dtype=torch.long)
+            for r, p in enumerate(rows):
+                ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+                mask[r, width - len(p) :] = 1
+            ids, mask = ids.to(self.device), mask.to(self.device)
+            cache = DynamicCache(config=base.config)
+            last = decoder(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+                use_cache=True,
+                **{cache_argument(base): cache},
+            ).last_hidden_state[:, -1]  # (u, H)
+            layers: list[Any] = list(cache.layers)  # DynamicLayer: keys (u, kv_heads, P, d)
+            for r, p in enumerate(rows):
+                kv = [
+                    (x.keys[r, :, width - len(p) :], x.values[r, :, width - len(p) :])
+                    for x in layers
+                ]
+                out[p] = (kv, last[r])
+        return out
+
+    def _cached_prompt_hidden(
+        self,
+        base: Any,
+        batch: _Batch,
+        samples: Sequence[TrainSample],
+        chunk: list[int],
+        prompts: dict[
+            tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]
+        ],
+    ) -> torch.Tensor:
+        """``(b, Tc, H)`` hidden states predicting each completion token of ``chunk``, each row's
+        prompt read from its cache in ``prompts`` (left-padded to the chunk's longest prompt)."""
+        from transformers import DynamicCache
+
+        keys = [tuple(samples[i].prompt_ids) for i in chunk]
+        first = torch.stack([prompts[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
+        t_c = batch.targets.shape[1]
+        if t_c == 1:
+            return first
+        width = max(len(k) for k in keys)
+        cache = DynamicCache(config=base.config)
+        for layer in range(len(prompts[keys[0]][0])):
+            k0, _ = prompts[keys[0]][0][layer]
+            padded = [k0.new_zeros((len(keys), k0.shape[0], width, k0.shape[-1])) for _ in "kv"]
+            for r, k in enumerate(keys):
+                for t, src in zip(padded, prompts[k][0][layer], strict=True):
+                    t[r, :, width - len(k) :] = src
+            cache.update(padded[0], padded[1], layer)
+        n = len(keys)
+        pmask = torch.zeros((n, width), dtype=torch.long, device=self.device)
+        for r, k in enumerate(keys):
+            pmask[r, width - len(k) :] = 1
+        attn = torch.cat([pmask, pmask.new_ones((n, t_c - 1))], dim=-1)
+        lengths = torch.tensor([len(k) for k in keys], device=self.device).unsqueeze(1)
+        pos = lengths + torch.arange(t_c - 1, device=self.device)  # (b, Tc-1)
+        rest = base.get_decoder()(
+            input_ids=batch.targets[:, :-1],
+            attention_mask=attn,
+            position_ids=pos,
+            use_cache=True,
+            **{cache_argument(base): cache},
+        ).last_hidden_state  # (b, Tc-1, H)
+        return torch.cat([first, rest], dim=1)
 
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.dtype is None:

@@ -24,9 +24,11 @@ and backward (peak in the backward pass: checkpointed layers recomputed, the LM 
 chunks) and the optimizer step
 (every gradient alive). With ``model.checkpoint_layers`` below all layers, a checkpointed and a
 plain layer are tracked apart, each extrapolated by its own count (from a base of 2 plain
-layers, where the plain layers' activations are the backward pass's peak); ``auto`` is the fewest
-checkpointed layers whose update fits every GPU. ``tests/trainer/test_plan.py`` checks the
-extrapolation against a full track.
+layers, where the plain layers' activations are the backward pass's peak); with
+``model.checkpoint_mode selective`` the "plain" layers are checkpointed selectively (they keep
+their matmul and attention outputs only, torch's selective checkpointing holds them), tracked
+the same way. ``auto`` is the fewest checkpointed layers whose update fits every GPU.
+``tests/trainer/test_plan.py`` checks the extrapolation against a full track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
@@ -236,11 +238,12 @@ def _fake_group(world: int) -> Iterator[None]:
 
 @functools.cache
 def _track_step(
-    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...]
+    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...], mode: str = "full"
 ) -> dict[str, dict[str, int]]:
     """One training step of ``shape`` cut to ``layers`` layers, the first ``checkpointed`` of them
-    under gradient checkpointing, tracked on fake tensors: the peak of forward+backward and of
-    the optimizer step, by kind."""
+    under gradient checkpointing (and the rest selectively checkpointed with ``mode``
+    ``selective``), tracked on fake tensors: the peak of forward+backward and of the optimizer
+    step, by kind."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
@@ -258,8 +261,8 @@ def _track_step(
             model = Qwen3ForCausalLM(shape.hf_config(layers))
         finally:
             torch.set_default_dtype(default)
-        if checkpointed:
-            enable_checkpointing(model, checkpointed)
+        if checkpointed or mode == "selective":
+            enable_checkpointing(model, checkpointed, mode)
         model.train()
     root: Any = None
     if fsdp:  # outside the fake mode: the device mesh holds real rank tensors
@@ -363,6 +366,7 @@ def learner_memory(
     top_p: float = 1.0,
     layers: int | None = None,
     checkpoint_layers: int | None = None,
+    checkpoint_mode: str = "full",
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
 
@@ -382,6 +386,9 @@ def learner_memory(
         layers: Track this many layers whole instead of extrapolating (a check).
         checkpoint_layers: With ``checkpointing``, the layers checkpointed (the first ones; the
             rest keep their activations); None: all.
+        checkpoint_mode: With ``checkpointing``, what the other layers do
+            (:data:`~mas_trainer.learner.CHECKPOINT_MODES`): keep their activations (``full``) or
+            only their matmul and attention outputs (``selective``).
     """
     fsdp = shards > 1 if fsdp is None else fsdp
     spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p)
@@ -403,7 +410,8 @@ def learner_memory(
     counts += [(u0, c0 + 1)] if not layers and ckpt != c0 else []  # a checkpointed layer more
     counts += [(u0 + 1, c0)] if not layers and plain != u0 else []  # a plain layer more
     with _fake_group(shards) if fsdp else contextlib.nullcontext():
-        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec) for uc in counts}
+        mode = checkpoint_mode if checkpointing else "full"
+        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec, mode) for uc in counts}
     if layers:
         phases = tracked[counts[0]]
     else:  # linear in the layer counts: the base plus each kind of layer's slope times its count
@@ -534,6 +542,8 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     def layout(ckpt: int) -> tuple[LearnerMemory | None, list[GpuPlan], int, list[str], list[str]]:
         """The GPUs' items with ``ckpt`` layers checkpointed, and what does not fit."""
         ckpt_label = f"{ckpt} of {shape.layers} layers" if checkpointing else "off"
+        if checkpointing and cfg.model.checkpoint_mode == "selective":
+            ckpt_label += ", the rest selective"
         notes, problems = [], []
 
         learner: LearnerMemory | None = None
@@ -547,6 +557,7 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
                 autocast=cfg.model.autocast,
                 checkpointing=cfg.model.gradient_checkpointing,
                 checkpoint_layers=ckpt,
+                checkpoint_mode=cfg.model.checkpoint_mode,
                 shards=shards,
                 temperature=cfg.rollout.temperature,
                 top_p=cfg.rollout.top_p,
@@ -699,9 +710,12 @@ def _recompute_note(
     chosen = {"auto": " (auto: the fewest that fit)", "all": ""}.get(
         cfg.model.checkpoint_layers, ""
     )
+    rest = ""
+    if cfg.model.checkpoint_mode == "selective":
+        rest = ", the rest checkpointed selectively: no matmul recomputed"
     return (
         f"gradient checkpointing: {ckpt} of {shape.layers} decoder layers recomputed{chosen} "
-        f"(model.checkpoint_layers {ckpt}): the training pass costs "
+        f"(model.checkpoint_layers {ckpt}{rest}): the training pass costs "
         f"{recompute_ratio(shape, ckpt, prompt, response):.2f}x one forward + backward "
         f"(all layers: {recompute_ratio(shape, shape.layers, prompt, response):.2f}x; scoring "
         "passes aside)"

@@ -380,6 +380,39 @@ def test_checkpointing_some_layers_gives_the_same_logprobs_and_gradients_with_le
         assert torch.allclose(g, g_one[n], atol=1e-6), n
 
 
+def test_selective_checkpointing_gives_the_same_gradients_without_matmul_recompute() -> None:
+    """``checkpoint_mode="selective"``: the layers past ``checkpoint_layers`` save their matmul
+    and attention outputs, so their replay adds no FLOPs; log-probs and gradients are the plain
+    pass's."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    results = {}
+    for layers, mode in ((0, "full"), (None, "full"), (0, "selective"), (1, "selective")):
+        m = copy.deepcopy(model)
+        learner = _learner(
+            m, gradient_checkpointing=True, checkpoint_layers=layers, checkpoint_mode=mode
+        )
+        with FlopCounterMode(display=False) as counter:
+            logps = []
+            for batch in learner._micro_batches(samples, list(range(len(samples)))):
+                logp = learner._logprobs(batch)[0]
+                (logp * batch.mask).sum().backward()
+                logps.append(logp.detach())
+        grads = {n: p.grad.clone() for n, p in m.named_parameters()}
+        results[(layers, mode)] = (logps, grads, counter.get_total_flops())
+    (lp_none, g_none, f_none), (_, _, f_all), (lp_sel, g_sel, f_sel), (_, g_one, f_one) = (
+        results.values()
+    )
+    assert f_sel == f_none < f_one < f_all
+    for a, b in zip(lp_none, lp_sel, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    for n, g in g_none.items():
+        assert torch.allclose(g, g_sel[n], atol=1e-6), n
+        assert torch.allclose(g, g_one[n], atol=1e-6), n
+
+
 def _grouped_samples(model, tok, k: int = 4, max_tokens: int = 12) -> list[TrainSample]:
     """K sampled candidates for each of 4 prompts of different lengths (one tree-rollout turn)."""
     prompts = [
@@ -409,6 +442,35 @@ def test_shared_prompts_give_the_same_logprobs_as_separate_rows() -> None:
     a1 = _learner(model).logprobs(short)
     b1 = _learner(model, share_prompts=False).logprobs(short)
     assert [x[0] for x in a1] == pytest.approx([x[0] for x in b1], abs=1e-5)
+
+
+def test_scoring_runs_each_prompt_once_and_batches_completions_by_length() -> None:
+    """The no-grad scoring pass: each distinct prompt run once, the completions in micro-batches
+    of similar length on their prompts' caches. The same log-probs and entropy as a row per
+    sample, and fewer FLOPs than micro-batches of whole groups (each padded to its longest)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    gen = torch.Generator().manual_seed(0)
+    samples = []
+    for i in range(4):
+        prompt = chat_prompt_ids(tok, [{"role": "user", "content": f"task {i} " + "y" * (5 * i)}])
+        for length in (2, 9, 30, 31) if i % 2 else (1, 3, 28, 29):
+            ids = torch.randint(0, 250, (length,), generator=gen).tolist()
+            samples.append(TrainSample(prompt, ids, [0.0] * length, 0.0))
+    shared = _learner(model, mini_batch_size=16, micro_batch_size=4)
+    rows = _learner(model, share_prompts=False, micro_batch_size=4)
+    with FlopCounterMode(display=False) as counter:
+        lp_a, (ent_a, n_a) = shared._score(samples, with_entropy=True)
+    lp_b, (ent_b, n_b) = rows._score(samples, with_entropy=True)
+    for a, b in zip(lp_a, lp_b, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert n_a == n_b and ent_a == pytest.approx(ent_b, rel=1e-5)
+    with FlopCounterMode(display=False) as groups, torch.no_grad():
+        for batch in shared._micro_batches(samples, list(range(len(samples)))):
+            assert batch.prefix is not None  # a whole group, padded to its longest completion
+            shared._token_logprobs(model, batch, 1.0, 1.0)
+    assert counter.get_total_flops() < 0.8 * groups.get_total_flops()
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of")

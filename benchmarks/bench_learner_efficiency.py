@@ -9,32 +9,36 @@ Printed side by side, in one run:
    backward over every sample's prompt + completion tokens, unpadded, each sample alone (the LM
    head over every position, as a plain ``model(ids).logits`` loss does). Rows: the learner's
    defaults; with gradient checkpointing (the paper presets' setting: the recompute is one more
-   forward), where each group is packed into one row, and with prompts not shared; with a
-   quarter of the samples re-scored after the update (``measure_change=0.25``; the default
-   re-scores all); without prompt sharing. The attention part of each is printed beside it.
+   forward), where each distinct prompt runs once and its completions on its keys and values
+   (the cache survives the checkpointed replay), and with prompts not shared; with a quarter of
+   the samples re-scored after the update (``measure_change=0.25``; the default re-scores all);
+   without prompt sharing. The attention part of each is printed beside it.
 2. **Padding**: the share of the token slots in the learner's micro-batches that are padding, at
    the paper presets' batch shape (mini-batch 64 = 16 prompts x K 4, micro-batch 4) and lengths
    drawn uniformly in [max/2, max] (``--paper-prompt-len``, ``--paper-completion-len``: 4096
    response tokens of Plan-Path and Sudoku). No real length distribution of a paper run is at
    hand here: this is an assumption. Collation only (no model runs), so paper lengths are cheap.
-   Then the forward FLOPs the learner estimates for those lengths under gradient checkpointing,
-   a row per sample against packed groups, at Qwen3-1.7B's shape and the benchmark's: the
-   cheaper is the layout the learner runs (at these lengths, a row per sample: the dense masked
-   attention over a packed row of ~13k tokens outweighs the prompts it saves).
+   Then, for the fallback where transformers drops the cache under checkpointing (no
+   ``_can_checkpoint_with_cache``), the forward FLOPs the learner estimates for those lengths, a
+   row per sample against packed groups, at Qwen3-1.7B's shape and the benchmark's: the cheaper
+   is the layout it runs there.
 3. **Peak logits memory**: the largest tensor whose last dimension is the whole vocabulary that
    the update creates, against the ``(b, Tc, V)`` fp32 logits of its largest micro-batch; and the
    same two figures at Qwen3's vocabulary and the paper's micro-batch (4 x 4096 tokens).
 4. **Tokens/s** of ``Learner.update`` over a bare fwd/bwd/AdamW loop on the same samples and
    mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
-   masked cross-entropy, backward, AdamW), and under gradient checkpointing with packed groups
+   masked cross-entropy, backward, AdamW), and under gradient checkpointing with prompts run once
    against prompts not shared; medians of ``--repeats`` alternating runs. Wall time: it depends
    on the machine's load, unlike the three figures above (``--repeats 0`` skips it).
 5. **At Qwen3-1.7B's shape** (no GPU: the model on fake tensors, ``FakeTensorMode``), one
    mini-batch of 64 at the paper lengths above: the PPO pass (the learner's micro-batches,
    forward, recompute, backward) and a no-grad scoring pass, per trained token over the floor,
-   with every layer checkpointed, none, and ``model.checkpoint_layers auto`` as the memory plan
-   chooses it for the per-role and shared 1.7B presets. Counted at 1 and 2 layers and
-   extrapolated per layer (checked against a whole count at 4 layers).
+   with every layer checkpointed, none, every layer selectively checkpointed
+   (``model.checkpoint_mode selective``), and ``model.checkpoint_layers auto`` as the memory plan
+   chooses it for the per-role and shared 1.7B presets in either mode. Totals: the PPO pass plus
+   the scoring of the mini-batches after the first, at n = 1 and 8 mini-batches an update, then
+   with every sample re-scored after the update (``measure_change=1``, the default). Counted at
+   1 and 2 layers and extrapolated per layer (checked against a whole count at 4 layers).
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -110,10 +114,19 @@ def floor_flops(model: Any, samples: list[TrainSample], attention: bool = False)
 def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
     """Padding slots / all slots of the learner's micro-batches over one update's mini-batches."""
     slots = real = 0
+    blocks: list[Any] = []
     for mini in learner._mini_batches(samples):
         for batch in learner._micro_batches(samples, mini):
             rows = [samples[i] for i in batch.index]
-            if batch.packed is not None:  # one row per distinct prompt and its completions
+            if batch.prompts is not None:  # each block's prompt pass once, then completions
+                states = batch.prompts.states
+                if states not in blocks:
+                    blocks.append(states)
+                    slots += len(states.prompts) * max(len(p) for p in states.prompts)
+                    real += sum(len(p) for p in states.prompts)
+                slots += batch.targets.numel()
+                real += sum(len(s.completion_ids) for s in rows)
+            elif batch.packed is not None:  # one row per distinct prompt and its completions
                 slots += batch.input_ids.numel()
                 real += int((batch.packed.segments >= 0).sum())
             elif batch.prefix is None:
@@ -335,7 +348,7 @@ def main() -> None:
     print("1. FLOPs per trained token / floor")
     rows = {
         "Learner.update (defaults)": {},
-        "  + gradient checkpointing (packed groups)": {"gradient_checkpointing": True},
+        "  + gradient checkpointing (prompts run once)": {"gradient_checkpointing": True},
         "  + gradient checkpointing, prompts not shared": {
             "gradient_checkpointing": True,
             "share_prompts": False,
@@ -355,8 +368,8 @@ def main() -> None:
     print("2. padding share of the micro-batch slots (paper batch shape, assumed lengths)")
     paper: dict[str, Any] = dict(lr=1e-6, mini_batch_size=64, micro_batch_size=4, pad_token_id=0)
     for label, extra in [
-        ("gradient checkpointing (paper presets)", {"gradient_checkpointing": True}),
-        ("shared prompts (no checkpointing)", {}),
+        ("prompts run once (checkpointing or not)", {"gradient_checkpointing": True}),
+        ("a row per sample (share_prompts=False)", {"share_prompts": False}),
     ]:
         shares = []
         for seed in range(args.paper_seeds):
@@ -416,7 +429,7 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
     runs = {
         "bare fwd/bwd/AdamW": lambda: bare_step(model, bare_opt, batches, extra_forward=False),
         "Learner.update": lambda: learner.update(samples),
-        "  checkpointing (packed groups)": lambda: checkpointed[True].update(samples),
+        "  checkpointing (prompts run once)": lambda: checkpointed[True].update(samples),
         "  checkpointing, prompts not shared": lambda: checkpointed[False].update(samples),
     }
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -433,8 +446,8 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
         print(f"   {name:34s} {tokens / t:9.0f} tok/s")
     ratio = med["bare fwd/bwd/AdamW"] / med["Learner.update"]
     print(f"   Learner.update / bare               {ratio:.2f}x the tokens/s")
-    packed = med["  checkpointing, prompts not shared"] / med["  checkpointing (packed groups)"]
-    print(f"   checkpointing: packed / not shared  {packed:.2f}x the tokens/s")
+    once = med["  checkpointing, prompts not shared"] / med["  checkpointing (prompts run once)"]
+    print(f"   checkpointing: prompts once / not   {once:.2f}x the tokens/s")
 
 
 if __name__ == "__main__":

@@ -38,22 +38,28 @@ token see a pad, so no attention mask is needed (the fast causal attention path)
 runs only on the positions that predict completion tokens (prompt logits are never built). When
 several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
 runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
-without shared prompts, micro-batches are buckets of similar total length. Gradient
+without shared prompts, micro-batches are buckets of similar total length. A no-grad scoring
+pass runs each distinct prompt once per mini-batch's worth of samples and the completions in
+micro-batches of similar length on their prompts' caches (no group padded to its longest). Gradient
 checkpointing's replay of a layer drops a KV cache, so a training pass under it packs instead: one
 row per prompt, ``[prompt, completion 1, ..., completion K]``, with a block attention mask (each
 completion sees the prompt and itself) and positions restarting after the prompt, one ordinary
 forward pass (:class:`_Packed`); it is used where it costs fewer FLOPs than the plain layout
 (dense masked attention over the packed row grows with its square; :class:`_LayoutCost`).
+``checkpoint_mode="selective"`` checkpoints the layers past ``checkpoint_layers`` keeping their
+matmul and attention outputs (torch's selective activation checkpointing): their replay costs no
+matmul FLOPs.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +189,44 @@ class _Packed:
 
 
 @dataclass
+class _PromptStates:
+    """A block of distinct prompts run once (:meth:`Learner._run_prompts`): per prompt, each
+    layer's ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its last hidden state ``(H,)``
+    (which predicts the first completion token). With grad they are slices of leaves cut from
+    the prompt pass's graph, so each micro-batch of completions runs its backward alone;
+    :meth:`backward` then sends what the leaves gathered through the prompt pass, once."""
+
+    prompts: list[tuple[int, ...]]
+    states: dict[tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]] = (
+        field(default_factory=dict)
+    )
+    roots: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (out, leaf)
+
+    def leaf(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` cut from its graph (a leaf whose gradient :meth:`backward` sends back)."""
+        if not t.requires_grad:
+            return t
+        cut = t.detach().requires_grad_()
+        self.roots.append((t, cut))
+        return cut
+
+    def backward(self) -> None:
+        """Backward through the prompt pass with the gradients its completions left."""
+        pairs = [(t, cut.grad) for t, cut in self.roots if cut.grad is not None]
+        self.states, self.roots = {}, []
+        if pairs:
+            torch.autograd.backward([t for t, _ in pairs], [g for _, g in pairs])
+
+
+@dataclass
+class _PromptRows:
+    """The rows of a micro-batch read their prompts from ``states`` (``rows``: each one's)."""
+
+    states: _PromptStates
+    rows: list[tuple[int, ...]]
+
+
+@dataclass
 class _Batch:
     """Tensors of a few samples (b samples, Tc = longest completion).
 
@@ -199,6 +243,7 @@ class _Batch:
     index: list[int]  # which samples of the update these rows are
     prefix: _Prefix | None = None
     packed: _Packed | None = None
+    prompts: _PromptRows | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -281,12 +326,52 @@ def enable_checkpointing(model: Any, layers: int | None = None, mode: str = "ful
     enable = getattr(model, "activation_checkpointing_enable", None)
     (enable or model.gradient_checkpointing_enable)({"use_reentrant": False})
     blocks = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    for block in blocks:  # the learner passes checkpointed layers replayable caches only
+        block._can_checkpoint_with_cache = True
     for block in blocks[layers:] if layers is not None else []:
         if mode == "selective":
             func = partial(checkpoint, use_reentrant=False, context_fn=_selective_context)
             setattr(block, "_gradient_checkpointing_func", func)  # noqa: B010 (a Module attribute)
         else:
             block.gradient_checkpointing = False
+
+
+def prompt_once_supported() -> bool:
+    """Whether this transformers lets a checkpointed layer keep a KV cache that its replay reads
+    (``_can_checkpoint_with_cache``, with per-layer caches): what running a prompt once for its
+    completions needs under gradient checkpointing."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return hasattr(GradientCheckpointingLayer, "_can_checkpoint_with_cache")
+
+
+@functools.cache
+def _replayable_cache() -> type:
+    """A ``DynamicCache`` that a checkpointed layer's replay can call again with the same result:
+    unfrozen (a prompt pass) it keeps each layer's newest keys and values, replacing instead of
+    appending; ``frozen`` (completions on a prompt) it returns the prompt's states followed by the
+    new ones and keeps nothing."""
+    from transformers import DynamicCache
+
+    class ReplayableCache(DynamicCache):
+        frozen = False
+
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
+            *args: Any, **kwargs: Any,
+        ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+            layer: Any = self.layers[layer_idx]  # a DynamicLayer: keys (b, kv_heads, P, d)
+            if self.frozen:
+                return (
+                    torch.cat([layer.keys, key_states], dim=-2),
+                    torch.cat([layer.values, value_states], dim=-2),
+                )
+            if not layer.is_initialized:
+                layer.lazy_initialization(key_states, value_states)
+            layer.keys, layer.values = key_states, value_states
+            return key_states, value_states
+
+    return ReplayableCache
 
 
 def packable(model: Any) -> bool:
@@ -513,7 +598,7 @@ class Learner:
             for k, mini in enumerate(minis if epoch == 0 else self._mini_batches(samples)):
                 own_old = self.recompute_logprobs and epoch == 0 and k == 0
                 mini_tokens = self._mini_tokens(samples, mini)
-                for batch in self._micro_batches(samples, mini):
+                for batch in self._with_prompt_backward(self._micro_batches(samples, mini)):
                     logp, ent = self._logprobs(batch, with_entropy=own_old)  # (b, Tc)
                     if own_old:
                         assert ent is not None
@@ -608,7 +693,7 @@ class Learner:
         try:
             for mini in self._mini_batches(samples):
                 weight_of = dict(zip(mini, self._sft_weights(samples, mini), strict=True))
-                for batch in self._micro_batches(samples, mini):
+                for batch in self._with_prompt_backward(self._micro_batches(samples, mini)):
                     logp = self._logprobs(batch, temperature=1.0, top_p=1.0)[0]  # (b, Tc)
                     w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
                     loss = weighted_sft_loss(logp, batch.mask, w)
@@ -886,6 +971,11 @@ class Learner:
                 ),
             )
         )
+        if len({tuple(samples[i].prompt_ids) for i in index}) < len(index) and (
+            prompt_once_supported()
+        ):
+            yield from self._prompt_blocks(samples, index)
+            return
         share = self._collate_shared
         if self.gradient_checkpointing and torch.is_grad_enabled():
             cost = self._pack_cost
@@ -943,16 +1033,24 @@ class Learner:
         for r, p in enumerate(distinct):
             ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             pmask[r, width - len(p) :] = 1
+        targets, mask = self._targets(samples, index)
+        d = self.device
+        prefix = _Prefix(ids.to(d), pmask.to(d), torch.tensor(source, device=d))
+        empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
+        return _Batch(empty, empty, targets, mask, index, prefix)
+
+    def _targets(
+        self, samples: Sequence[TrainSample], index: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(b, Tc)`` completion tokens right-padded, and the mask of the real ones."""
+        rows = [samples[i] for i in index]
         t_c = max(len(s.completion_ids) for s in rows)
         targets = torch.full((len(rows), t_c), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), t_c), dtype=torch.bool)
         for r, s in enumerate(rows):
             targets[r, : len(s.completion_ids)] = torch.tensor(s.completion_ids, dtype=torch.long)
             mask[r, : len(s.completion_ids)] = True
-        d = self.device
-        prefix = _Prefix(ids.to(d), pmask.to(d), torch.tensor(source, device=d))
-        empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
-        return _Batch(empty, empty, targets.to(d), mask.to(d), index, prefix)
+        return targets.to(self.device), mask.to(self.device)
 
     def _collate_packed(self, samples: Sequence[TrainSample], index: list[int]) -> _Batch:
         rows = [samples[i] for i in index]
@@ -1002,8 +1100,15 @@ class Learner:
         """``(b, Tc)`` log-probs of the targets (and, with ``with_entropy``, the ``(b, Tc)``
         entropy of each position's distribution, without grad) under ``model``."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        if batch.prompts is not None and not batch.prompts.states.states:
+            # An autocast region of its own: the completions' pass then casts each weight anew
+            # (autocast caches casts per region), as its checkpointed replay does.
+            with self._autocast():
+                self._run_prompts(base, batch.prompts.states)
         with self._autocast():
-            if batch.prefix is not None:
+            if batch.prompts is not None:
+                hidden = self._prompt_once_hidden(base, batch)
+            elif batch.prefix is not None:
                 hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
             else:
                 hidden = completion_hidden(base, batch.input_ids, batch.positions, batch.packed)
@@ -1084,14 +1189,12 @@ class Learner:
         index = list(range(len(samples)))
         repeated = len({tuple(s.prompt_ids) for s in samples}) < len(samples)
         with ctx:
-            if self.share_prompts and repeated:
-                scored = self._prompt_once_logprobs(model, samples, index, with_entropy)
-            else:
-                scored = (
-                    (b, *self._token_logprobs(model, b, self.temperature, self.top_p, with_entropy))
-                    for b in self._micro_batches(samples, index)
+            once = self.share_prompts and repeated and prompt_once_supported()
+            batches = self._prompt_blocks if once else self._micro_batches
+            for batch in batches(samples, index):
+                lp, ent = self._token_logprobs(
+                    model, batch, self.temperature, self.top_p, with_entropy
                 )
-            for batch, lp, ent in scored:
                 if ent is not None:
                     ent_sum += float((ent * batch.mask).sum())
                     n_tok += batch.n_tokens
@@ -1100,107 +1203,98 @@ class Learner:
         model.train(was_training)
         return out, (ent_sum, n_tok)
 
-    def _prompt_once_logprobs(
-        self, model: Any, samples: Sequence[TrainSample], index: list[int], with_entropy: bool
-    ) -> Iterator[tuple[_Batch, torch.Tensor, torch.Tensor | None]]:
-        """Scoring (no grad) with each distinct prompt run once: per block of a mini-batch's
-        worth of samples (grouped by prompt), the prompts' KV caches, then the completions in
-        micro-batches of similar completion length (little padding), each row attending to its
-        own prompt's cache. Yields each micro-batch with its ``(b, Tc)`` log-probs and entropy."""
-        base = model.get_base_model() if hasattr(model, "get_base_model") else model
-        order = sorted(index, key=lambda i: (samples[i].prompt_ids, i))
-        for start in range(0, len(order), self.mini_batch_size):
-            block = order[start : start + self.mini_batch_size]
-            with self._autocast():
-                prompts = self._prompt_states(base, [samples[i].prompt_ids for i in block])
-            by_length = sorted(block, key=lambda i: (len(samples[i].completion_ids), i))
+    def _prompt_blocks(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
+        """Micro-batches that run each distinct prompt once: per block of ``micro_batch_size``
+        prompts (by length), one prompt pass, then the block's completions in micro-batches of
+        similar length (little padding), each row attending to its own prompt's keys and values.
+        Under gradient checkpointing too (:func:`_replayable_cache`); with grad, the block's
+        prompt pass runs backward after its last micro-batch (:meth:`_with_prompt_backward`)."""
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i in sorted(index, key=lambda i: (len(samples[i].prompt_ids), samples[i].prompt_ids)):
+            by_prompt.setdefault(tuple(samples[i].prompt_ids), []).append(i)
+        prompts = list(by_prompt)
+        for start in range(0, len(prompts), self.micro_batch_size):
+            states = _PromptStates(prompts[start : start + self.micro_batch_size])
+            members = [i for p in states.prompts for i in by_prompt[p]]
+            by_length = sorted(members, key=lambda i: (len(samples[i].completion_ids), i))
             for chunk in self._chunks(by_length):
-                batch = self._collate_shared(samples, chunk)
-                with self._autocast():
-                    hidden = self._cached_prompt_hidden(base, batch, samples, chunk, prompts)
-                    lp, ent = hidden_logprobs(
-                        base.get_output_embeddings(), hidden, batch.targets, self.temperature,
-                        self.top_p, with_entropy,
-                    )  # fmt: skip
-                yield batch, lp, ent
+                targets, mask = self._targets(samples, chunk)
+                rows = _PromptRows(states, [tuple(samples[i].prompt_ids) for i in chunk])
+                empty = torch.empty((len(chunk), 0), dtype=torch.long, device=self.device)
+                yield _Batch(empty, empty, targets, mask, chunk, prompts=rows)
 
-    def _prompt_states(
-        self, base: Any, prompts: list[list[int]]
-    ) -> dict[tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]]:
-        """Each distinct prompt's per-layer ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its
-        last hidden state ``(H,)`` (which predicts the first completion token), run in
-        micro-batches of similar length."""
-        from transformers import DynamicCache
+    @staticmethod
+    def _with_prompt_backward(batches: Iterator[_Batch]) -> Iterator[_Batch]:
+        """``batches``, and after the last micro-batch of a prompt block (when the caller, its
+        backward done, asks for the next), the backward pass through that block's prompts."""
+        held: _PromptStates | None = None
+        for batch in batches:
+            states = batch.prompts.states if batch.prompts is not None else None
+            if held is not None and states is not held:
+                held.backward()
+            held = states
+            yield batch
+        if held is not None:
+            held.backward()
 
-        distinct = sorted({tuple(p) for p in prompts}, key=len)
-        out = {}
-        decoder = base.get_decoder()
-        for chunk in self._chunks(list(range(len(distinct)))):
-            rows = [distinct[j] for j in chunk]
-            width = max(len(p) for p in rows)
-            ids = torch.full((len(rows), width), self.pad_token_id, dtype=torch.long)
-            mask = torch.zeros((len(rows), width), dtype=torch.long)
-            for r, p in enumerate(rows):
-                ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-                mask[r, width - len(p) :] = 1
-            ids, mask = ids.to(self.device), mask.to(self.device)
-            cache = DynamicCache(config=base.config)
-            last = decoder(
-                input_ids=ids,
-                attention_mask=mask,
-                position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-                use_cache=True,
-                **{cache_argument(base): cache},
-            ).last_hidden_state[:, -1]  # (u, H)
-            layers: list[Any] = list(cache.layers)  # DynamicLayer: keys (u, kv_heads, P, d)
-            for r, p in enumerate(rows):
-                kv = [
-                    (x.keys[r, :, width - len(p) :], x.values[r, :, width - len(p) :])
-                    for x in layers
-                ]
-                out[p] = (kv, last[r])
-        return out
+    def _run_prompts(self, base: Any, states: _PromptStates) -> None:
+        """Fill ``states``: one decoder pass over its prompts, left-padded."""
+        prompts = states.prompts
+        width = max(len(p) for p in prompts)
+        ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(prompts), width), dtype=torch.long)
+        for r, p in enumerate(prompts):
+            ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+            mask[r, width - len(p) :] = 1
+        ids, mask = ids.to(self.device), mask.to(self.device)
+        cache = _replayable_cache()(config=base.config)
+        last = base.get_decoder()(
+            input_ids=ids,
+            attention_mask=mask,
+            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+            use_cache=False,  # the layers still write to the cache passed (no warning under
+            **{cache_argument(base): cache},  # checkpointing, which sets it False anyway)
+        ).last_hidden_state[:, -1]  # (u, H)
+        last = states.leaf(last)
+        kv = [(states.leaf(x.keys), states.leaf(x.values)) for x in cache.layers]
+        for r, p in enumerate(prompts):  # (kv_heads, P, head_dim) each, padding cut
+            states.states[p] = ([(k[r, :, width - len(p) :], v[r, :, width - len(p) :])
+                                 for k, v in kv], last[r])  # fmt: skip
 
-    def _cached_prompt_hidden(
-        self,
-        base: Any,
-        batch: _Batch,
-        samples: Sequence[TrainSample],
-        chunk: list[int],
-        prompts: dict[
-            tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]
-        ],
-    ) -> torch.Tensor:
-        """``(b, Tc, H)`` hidden states predicting each completion token of ``chunk``, each row's
-        prompt read from its cache in ``prompts`` (left-padded to the chunk's longest prompt)."""
-        from transformers import DynamicCache
-
-        keys = [tuple(samples[i].prompt_ids) for i in chunk]
-        first = torch.stack([prompts[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
+    def _prompt_once_hidden(self, base: Any, batch: _Batch) -> torch.Tensor:
+        """``(b, Tc, H)`` hidden states predicting each completion token of ``batch``, each row
+        reading its prompt's keys and values (left-padded to the longest prompt of the batch)."""
+        F = torch.nn.functional
+        assert batch.prompts is not None
+        states, keys = batch.prompts.states, batch.prompts.rows
+        first = torch.stack([states.states[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
         t_c = batch.targets.shape[1]
         if t_c == 1:
             return first
         width = max(len(k) for k in keys)
-        cache = DynamicCache(config=base.config)
-        for layer in range(len(prompts[keys[0]][0])):
-            k0, _ = prompts[keys[0]][0][layer]
-            padded = [k0.new_zeros((len(keys), k0.shape[0], width, k0.shape[-1])) for _ in "kv"]
-            for r, k in enumerate(keys):
-                for t, src in zip(padded, prompts[k][0][layer], strict=True):
-                    t[r, :, width - len(k) :] = src
-            cache.update(padded[0], padded[1], layer)
+        cache = _replayable_cache()(config=base.config)
+        for layer, held in enumerate(cache.layers):
+            padded = []
+            for kind in (0, 1):  # keys, values: (b, kv_heads, width, head_dim)
+                rows = [states.states[k][0][layer][kind] for k in keys]  # (kv_heads, P, d)
+                pads = [(0, 0, width - len(k), 0) for k in keys]  # left, on the P dimension
+                padded.append(
+                    torch.stack([F.pad(x, pad) for x, pad in zip(rows, pads, strict=True)])
+                )
+            held.lazy_initialization(padded[0], padded[1])
+            held.keys, held.values = padded
+        cache.frozen = True
         n = len(keys)
         pmask = torch.zeros((n, width), dtype=torch.long, device=self.device)
         for r, k in enumerate(keys):
             pmask[r, width - len(k) :] = 1
         attn = torch.cat([pmask, pmask.new_ones((n, t_c - 1))], dim=-1)
         lengths = torch.tensor([len(k) for k in keys], device=self.device).unsqueeze(1)
-        pos = lengths + torch.arange(t_c - 1, device=self.device)  # (b, Tc-1)
         rest = base.get_decoder()(
-            input_ids=batch.targets[:, :-1],
+            input_ids=batch.targets[:, :-1],  # token j predicts token j+1; right padding at the end
             attention_mask=attn,
-            position_ids=pos,
-            use_cache=True,
+            position_ids=lengths + torch.arange(t_c - 1, device=self.device),  # (b, Tc-1)
+            use_cache=False,
             **{cache_argument(base): cache},
         ).last_hidden_state  # (b, Tc-1, H)
         return torch.cat([first, rest], dim=1)

@@ -190,7 +190,7 @@ class _Packed:
 
 @dataclass
 class _PromptStates:
-    """A block of distinct prompts run once (:meth:`Learner._run_prompts`): per prompt, each
+    """A block of distinct prompts run once (:func:`run_prompts`): per prompt, each
     layer's ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its last hidden state ``(H,)``
     (which predicts the first completion token). With grad they are slices of leaves cut from
     the prompt pass's graph, so each micro-batch of completions runs its backward alone;
@@ -347,24 +347,46 @@ def prompt_once_supported() -> bool:
 
 @functools.cache
 def _replayable_cache() -> type:
-    """A ``DynamicCache`` that a checkpointed layer's replay can call again with the same result:
-    unfrozen (a prompt pass) it keeps each layer's newest keys and values, replacing instead of
-    appending; ``frozen`` (completions on a prompt) it returns the prompt's states followed by the
-    new ones and keeps nothing."""
+    """A ``DynamicCache`` that a checkpointed layer's replay can call again with the same result.
+    Unfrozen (a prompt pass) it keeps each layer's newest keys and values, replacing instead of
+    appending. Frozen (:meth:`freeze`: completions on their prompts) it keeps nothing: each call
+    returns the rows' prompt states, left-padded, followed by the new ones (built inside the
+    layer, so a checkpointed layer recomputes the padded copy instead of holding it)."""
     from transformers import DynamicCache
 
     class ReplayableCache(DynamicCache):
-        frozen = False
+        rows: list[tuple[list[torch.Tensor], list[torch.Tensor]]] | None = None
+
+        def freeze(
+            self, rows: list[tuple[list[torch.Tensor], list[torch.Tensor]]], width: int
+        ) -> None:
+            """Per layer, each row's prompt ``(keys, values)`` ``(kv_heads, P, head_dim)``."""
+            self.rows = rows
+            for layer, (keys, values) in zip(self.layers, rows, strict=True):
+                k = keys[0]
+                shape = (len(keys), k.shape[0], width, k.shape[-1])
+                held: Any = layer
+                held.lazy_initialization(k, values[0])
+                # Shape only (no storage), for the mask's length: the states are in ``rows``.
+                held.keys = held.values = k.new_zeros(()).expand(shape)
 
         def update(
             self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
             *args: Any, **kwargs: Any,
         ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
             layer: Any = self.layers[layer_idx]  # a DynamicLayer: keys (b, kv_heads, P, d)
-            if self.frozen:
+            if self.rows is not None:
+                width = layer.keys.shape[-2]
+                pad = [(0, 0, width - x.shape[-2], 0) for x in self.rows[layer_idx][0]]
+                keys, values = (
+                    torch.stack(
+                        [torch.nn.functional.pad(x, p) for x, p in zip(xs, pad, strict=True)]
+                    )
+                    for xs in self.rows[layer_idx]
+                )  # (b, kv_heads, width, head_dim) each
                 return (
-                    torch.cat([layer.keys, key_states], dim=-2),
-                    torch.cat([layer.values, value_states], dim=-2),
+                    torch.cat([keys, key_states], dim=-2),
+                    torch.cat([values, value_states], dim=-2),
                 )
             if not layer.is_initialized:
                 layer.lazy_initialization(key_states, value_states)
@@ -1104,10 +1126,10 @@ class Learner:
             # An autocast region of its own: the completions' pass then casts each weight anew
             # (autocast caches casts per region), as its checkpointed replay does.
             with self._autocast():
-                self._run_prompts(base, batch.prompts.states)
+                run_prompts(base, batch.prompts.states, self.pad_token_id)
         with self._autocast():
             if batch.prompts is not None:
-                hidden = self._prompt_once_hidden(base, batch)
+                hidden = prompt_once_hidden(base, batch.targets, batch.prompts)
             elif batch.prefix is not None:
                 hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
             else:
@@ -1237,72 +1259,67 @@ class Learner:
         if held is not None:
             held.backward()
 
-    def _run_prompts(self, base: Any, states: _PromptStates) -> None:
-        """Fill ``states``: one decoder pass over its prompts, left-padded."""
-        prompts = states.prompts
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), self.pad_token_id, dtype=torch.long)
-        mask = torch.zeros((len(prompts), width), dtype=torch.long)
-        for r, p in enumerate(prompts):
-            ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            mask[r, width - len(p) :] = 1
-        ids, mask = ids.to(self.device), mask.to(self.device)
-        cache = _replayable_cache()(config=base.config)
-        last = base.get_decoder()(
-            input_ids=ids,
-            attention_mask=mask,
-            position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
-            use_cache=False,  # the layers still write to the cache passed (no warning under
-            **{cache_argument(base): cache},  # checkpointing, which sets it False anyway)
-        ).last_hidden_state[:, -1]  # (u, H)
-        last = states.leaf(last)
-        kv = [(states.leaf(x.keys), states.leaf(x.values)) for x in cache.layers]
-        for r, p in enumerate(prompts):  # (kv_heads, P, head_dim) each, padding cut
-            states.states[p] = ([(k[r, :, width - len(p) :], v[r, :, width - len(p) :])
-                                 for k, v in kv], last[r])  # fmt: skip
-
-    def _prompt_once_hidden(self, base: Any, batch: _Batch) -> torch.Tensor:
-        """``(b, Tc, H)`` hidden states predicting each completion token of ``batch``, each row
-        reading its prompt's keys and values (left-padded to the longest prompt of the batch)."""
-        F = torch.nn.functional
-        assert batch.prompts is not None
-        states, keys = batch.prompts.states, batch.prompts.rows
-        first = torch.stack([states.states[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
-        t_c = batch.targets.shape[1]
-        if t_c == 1:
-            return first
-        width = max(len(k) for k in keys)
-        cache = _replayable_cache()(config=base.config)
-        for layer, held in enumerate(cache.layers):
-            padded = []
-            for kind in (0, 1):  # keys, values: (b, kv_heads, width, head_dim)
-                rows = [states.states[k][0][layer][kind] for k in keys]  # (kv_heads, P, d)
-                pads = [(0, 0, width - len(k), 0) for k in keys]  # left, on the P dimension
-                padded.append(
-                    torch.stack([F.pad(x, pad) for x, pad in zip(rows, pads, strict=True)])
-                )
-            held.lazy_initialization(padded[0], padded[1])
-            held.keys, held.values = padded
-        cache.frozen = True
-        n = len(keys)
-        pmask = torch.zeros((n, width), dtype=torch.long, device=self.device)
-        for r, k in enumerate(keys):
-            pmask[r, width - len(k) :] = 1
-        attn = torch.cat([pmask, pmask.new_ones((n, t_c - 1))], dim=-1)
-        lengths = torch.tensor([len(k) for k in keys], device=self.device).unsqueeze(1)
-        rest = base.get_decoder()(
-            input_ids=batch.targets[:, :-1],  # token j predicts token j+1; right padding at the end
-            attention_mask=attn,
-            position_ids=lengths + torch.arange(t_c - 1, device=self.device),  # (b, Tc-1)
-            use_cache=False,
-            **{cache_argument(base): cache},
-        ).last_hidden_state  # (b, Tc-1, H)
-        return torch.cat([first, rest], dim=1)
-
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.dtype is None:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def run_prompts(base: Any, states: _PromptStates, pad_token_id: int) -> None:
+    """Fill ``states``: one decoder pass over its prompts (left-padded), each layer's keys and
+    values kept per prompt (cut from the graph into leaves when it has grad)."""
+    prompts = states.prompts
+    device = base.get_input_embeddings().weight.device
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    cache = _replayable_cache()(config=base.config)
+    last = base.get_decoder()(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+        use_cache=False,  # the layers still write to the cache passed (no warning under
+        **{cache_argument(base): cache},  # checkpointing, which sets it False anyway)
+    ).last_hidden_state[:, -1]  # (u, H)
+    last = states.leaf(last)
+    layers: list[Any] = list(cache.layers)  # DynamicLayer: keys (u, kv_heads, P, head_dim)
+    kv = [(states.leaf(x.keys), states.leaf(x.values)) for x in layers]
+    for r, p in enumerate(prompts):  # (kv_heads, P, head_dim) each, padding cut
+        states.states[p] = ([(k[r, :, width - len(p) :], v[r, :, width - len(p) :])
+                             for k, v in kv], last[r])  # fmt: skip
+
+
+def prompt_once_hidden(base: Any, targets: torch.Tensor, prompts: _PromptRows) -> torch.Tensor:
+    """``(b, Tc, H)`` hidden states predicting each completion token (``targets`` ``(b, Tc)``),
+    each row reading its prompt's keys and values from ``prompts`` (filled by
+    :func:`run_prompts`), left-padded to the longest prompt of the rows."""
+    states, keys = prompts.states, prompts.rows
+    first = torch.stack([states.states[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
+    t_c = targets.shape[1]
+    if t_c == 1:
+        return first
+    width = max(len(k) for k in keys)
+    cache = _replayable_cache()(config=base.config)
+    per_layer = zip(*(states.states[k][0] for k in keys), strict=True)  # per layer, each row's
+    cache.freeze([([k for k, _ in rows], [v for _, v in rows]) for rows in per_layer], width)
+    n, device = len(keys), targets.device
+    pmask = torch.zeros((n, width), dtype=torch.long, device=device)
+    for r, k in enumerate(keys):
+        pmask[r, width - len(k) :] = 1
+    attn = torch.cat([pmask, pmask.new_ones((n, t_c - 1))], dim=-1)
+    lengths = torch.tensor([len(k) for k in keys], device=device).unsqueeze(1)
+    rest = base.get_decoder()(
+        input_ids=targets[:, :-1],  # token j predicts token j+1; right padding at the end
+        attention_mask=attn,
+        position_ids=lengths + torch.arange(t_c - 1, device=device),  # (b, Tc-1)
+        use_cache=False,
+        **{cache_argument(base): cache},
+    ).last_hidden_state  # (b, Tc-1, H)
+    return torch.cat([first, rest], dim=1)
 
 
 def completion_hidden(

@@ -22,7 +22,10 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). With ``model.checkpoint_layers`` below all layers, a checkpointed and a
+(every gradient alive). Where the K samples of a group share a prompt, the step runs the
+learner's layout: the micro-batch's prompts in a pass of their own, held with their keys' and
+values' gradients while its completions run forward and backward on them, then the prompts'
+backward. With ``model.checkpoint_layers`` below all layers, a checkpointed and a
 plain layer are tracked apart, each extrapolated by its own count (from a base of 2 plain
 layers, where the plain layers' activations are the backward pass's peak); with
 ``model.checkpoint_mode selective`` the "plain" layers are checkpointed selectively (they keep
@@ -249,9 +252,17 @@ def _track_step(
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import Qwen3ForCausalLM
 
-    from mas_trainer.learner import completion_hidden, enable_checkpointing, hidden_logprobs
+    from mas_trainer.learner import (
+        _PromptRows,
+        _PromptStates,
+        completion_hidden,
+        enable_checkpointing,
+        hidden_logprobs,
+        prompt_once_hidden,
+        run_prompts,
+    )
 
-    micro, prompt, response, dtype, autocast, fsdp, temperature, top_p = spec
+    micro, prompt, response, dtype, autocast, fsdp, temperature, top_p, once = spec
     length = prompt + response
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     default = torch.get_default_dtype()
@@ -284,18 +295,43 @@ def _track_step(
         ids = torch.zeros((micro, length), dtype=torch.long)
         positions = torch.arange(prompt - 1, length - 1).expand(micro, response)
         targets = ids[:, prompt:]
+        # Prompts run once: the micro-batch's completions on a prompt pass over as many distinct
+        # prompts (a block's), held until its backward (Learner._prompt_blocks).
+        states = _PromptStates([(j + 1,) * prompt for j in range(micro)]) if once else None
 
         def logprobs() -> Any:  # Learner._token_logprobs (FSDPLearner's: the sharded root)
             if root is not None:
                 return root(ids, positions, targets, temperature, top_p)[0]
-            hidden = completion_hidden(model, ids, positions)
+            if states is not None:
+                hidden = prompt_once_hidden(model, targets, _PromptRows(states, states.prompts))
+            else:
+                hidden = completion_hidden(model, ids, positions)
             head = model.get_output_embeddings()
             return hidden_logprobs(head, hidden, targets, temperature, top_p)[0]
+
+        compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
+
+        class Step(torch.nn.Module):
+            """The micro-batch's forward as one module call: MemTracker refuses a second
+            top-level call of the decoder (the prompt pass, then the completions' pass)."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self) -> Any:
+                if states is not None:  # an autocast region of its own, as the learner runs it
+                    with torch.autocast("cpu", dtype=compute, enabled=cast):
+                        run_prompts(model, states, 0)
+                with torch.autocast("cpu", dtype=compute, enabled=cast):
+                    return logprobs()  # (micro, response) fp32
+
+        step = Step()
 
         def new_tracker() -> Any:
             if root is None:
                 tracker = MemTracker()
-                tracker.track_external(model, optimizer)
+                tracker.track_external(step, optimizer)
                 return tracker
             return FSDPMemTracker(root, optimizer)
 
@@ -303,11 +339,11 @@ def _track_step(
         gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
-            compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
-            with torch.autocast("cpu", dtype=compute, enabled=cast):
-                logp = logprobs()  # (micro, response) fp32
+            logp = step()
             loss = -logp.mean()  # the PPO loss is elementwise over these: no larger tensor
             loss.backward()
+            if states is not None:
+                states.backward()
             del logp, loss
         phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
         gc.collect()  # no dead tensor of an earlier track left for the tracker to count
@@ -367,6 +403,7 @@ def learner_memory(
     layers: int | None = None,
     checkpoint_layers: int | None = None,
     checkpoint_mode: str = "full",
+    prompts_once: bool = False,
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
 
@@ -389,9 +426,14 @@ def learner_memory(
         checkpoint_mode: With ``checkpointing``, what the other layers do
             (:data:`~mas_trainer.learner.CHECKPOINT_MODES`): keep their activations (``full``) or
             only their matmul and attention outputs (``selective``).
+        prompts_once: The learner runs each distinct prompt once (samples share prompts, K > 1,
+            unsharded): a micro-batch's ``response`` tokens run on a prompt pass over
+            ``micro_batch`` prompts, held (with its keys' and values' gradients) until the
+            micro-batch's backward is done.
     """
     fsdp = shards > 1 if fsdp is None else fsdp
-    spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p)
+    once = prompts_once and not fsdp
+    spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p, once)
     total = layers or shape.layers
     ckpt = (
         0
@@ -524,6 +566,8 @@ def _engine_items(cfg: TrainConfig, shape: ModelShape, engines: int, gpu: int) -
 
 def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     """The memory plan of ``cfg`` on GPUs of ``gpu_gib`` GiB (module docstring)."""
+    from mas_trainer.learner import prompt_once_supported
+
     shape = model_shape(cfg.model.name)
     n = shape.params
     names = policy_names(cfg)
@@ -558,6 +602,7 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
                 checkpointing=cfg.model.gradient_checkpointing,
                 checkpoint_layers=ckpt,
                 checkpoint_mode=cfg.model.checkpoint_mode,
+                prompts_once=cfg.rollout.k > 1 and prompt_once_supported(),
                 shards=shards,
                 temperature=cfg.rollout.temperature,
                 top_p=cfg.rollout.top_p,

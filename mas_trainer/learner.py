@@ -36,16 +36,16 @@ low-precision parameters whose learning rate cannot move most of them refuses to
 Sequences are right-padded prompt+completion; with right padding a causal model never lets a real
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
 runs only on the positions that predict completion tokens (prompt logits are never built). When
-several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
-runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
-without shared prompts, micro-batches are buckets of similar total length. A no-grad scoring
-pass runs each distinct prompt once per mini-batch's worth of samples and the completions in
-micro-batches of similar length on their prompts' caches (no group padded to its longest). Gradient
-checkpointing's replay of a layer drops a KV cache, so a training pass under it packs instead: one
-row per prompt, ``[prompt, completion 1, ..., completion K]``, with a block attention mask (each
-completion sees the prompt and itself) and positions restarting after the prompt, one ordinary
-forward pass (:class:`_Packed`); it is used where it costs fewer FLOPs than the plain layout
-(dense masked attention over the packed row grows with its square; :class:`_LayoutCost`).
+several samples share a prompt (the K candidates of an AT-GRPO group), each distinct prompt runs
+once (``share_prompts``; same numbers, less work): per block of ``micro_batch_size`` prompts a
+prompt pass keeps each layer's keys and values, and the block's completions run in micro-batches of
+similar length on them (:class:`_PromptStates`: with gradients the prompt states are leaves, and the
+prompts' backward runs once after the block's micro-batches). The cache is replayable, so this holds
+under gradient checkpointing too (:func:`_replayable_cache`). Without shared prompts, micro-batches
+are buckets of similar total length. Where transformers drops a cache under checkpointing (no
+``_can_checkpoint_with_cache``), a training pass packs instead: one row per prompt, ``[prompt,
+completion 1, ..., completion K]``, with a block attention mask (:class:`_Packed`), where that costs
+fewer FLOPs than a row per sample (:class:`_LayoutCost`).
 ``checkpoint_mode="selective"`` checkpoints the layers past ``checkpoint_layers`` keeping their
 matmul and attention outputs (torch's selective activation checkpointing): their replay costs no
 matmul FLOPs.
@@ -437,12 +437,12 @@ class Learner:
             engine and learner compute the same numbers; ``perf/logprob_mismatch`` is then absent).
         adapter: LoRA adapter this learner trains (``per_role_lora``); None trains all parameters.
         pad_token_id: Id written into padding positions (never attended to, never scored).
-        share_prompts: Run each distinct prompt of a micro-batch once and let its completions
-            attend to its KV cache (gradients flow through it), instead of re-running the prompt
-            for every one of the K candidates of a group. Same numbers, up to K times less work
-            when prompts dominate. Under gradient checkpointing (which drops the cache) a
-            training pass packs a prompt and its completions into one row instead, where that
-            costs fewer FLOPs than a row per sample (short completions under a long prompt).
+        share_prompts: Run each distinct prompt once and let its completions attend to its keys
+            and values (gradients flow through them), instead of re-running the prompt for every
+            one of the K candidates of a group. Same numbers, up to K times less work when
+            prompts dominate; under gradient checkpointing too. Where transformers drops the
+            cache under checkpointing, a training pass packs a prompt and its completions into
+            one row instead, where that costs fewer FLOPs than a row per sample.
         gradient_checkpointing: Trade compute for activation memory (large models).
         checkpoint_layers: Under ``gradient_checkpointing``, checkpoint only the first this many
             decoder layers (the rest keep their activations: no recompute there); None: all.
@@ -973,11 +973,11 @@ class Learner:
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
         """The micro-batches of the samples ``index``, in the layout the pass runs.
 
-        Length buckets: similar lengths together (less padding). With shared prompts, identical
-        prompts adjacent (each distinct prompt run once); without, by total length alone (a
-        group's K completions of very different lengths then go to different micro-batches).
-        A pass with gradients under gradient checkpointing (the condition under which the
-        checkpoint's replay drops a KV cache) shares prompts by packing, or not at all.
+        Length buckets: similar lengths together (less padding). Where prompts repeat, each
+        distinct prompt runs once (:meth:`_prompt_blocks`); without shared prompts, by total
+        length alone. Where transformers drops the cache under checkpointing, a pass with
+        gradients there shares prompts by packing, or not at all; without gradients, identical
+        prompts adjacent, each run once per micro-batch.
         """
         by_length = self._chunks(sorted(index, key=lambda i: (samples[i].num_tokens, i)))
         if not self.share_prompts:

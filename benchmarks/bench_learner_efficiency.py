@@ -247,9 +247,10 @@ def paper_shape(args: Any) -> None:
     print("5. FLOPs per trained token / floor at Qwen3-1.7B's shape, paper lengths (fake tensors)")
     small = ModelShape(**{**vars(shape), "layers": 4})
     check = make_samples(8, 64, 128, seed=0, group_size=4)
+    checked: dict[tuple[int, int, str], dict[str, float]] = {}
     for mode in ("full", "selective"):
         full = shape_flops(small, check, 4, 3, 1, mode, passes=("train",))
-        extra = extrapolated_flops(small, check, 4, 3, mode)
+        extra = extrapolated_flops(small, check, 4, 3, mode, checked)
         print(
             f"   check at 4 layers (3 checkpointed, 1 {'plain' if mode == 'full' else mode}), "
             f"8 short samples: counted {full['train']:.4g}, extrapolated from 1-2 layers "
@@ -279,7 +280,8 @@ def paper_shape(args: Any) -> None:
         rescored = "  ".join(f"n={n}: {train + (2 - 1 / n) * score:.2f}" for n in (1, 8))
         print(
             f"   {ckpt:2d} of {shape.layers} full, {name:45s} PPO {train:.3f}  scoring "
-            f"{score:.3f}  total {own}  re-scored {rescored}"
+            f"{score:.3f}  total {own}  re-scored {rescored}",
+            flush=True,
         )
 
 
@@ -412,6 +414,9 @@ def main() -> None:
     )
     if args.repeats:
         throughput(args, samples, common, tokens)
+    # The learner's own vocabulary blocks at Qwen3's vocabulary (the same FLOPs in any block
+    # size; the tiny model's 48 would make 3,166 blocks of ops to count).
+    learner_mod.VOCAB_CHUNK = default_chunk
     paper_shape(args)
 
 

@@ -39,7 +39,7 @@ runs only on the positions that predict completion tokens (prompt logits are nev
 several samples share a prompt (the K candidates of an AT-GRPO group), each distinct prompt runs
 once (``share_prompts``; same numbers, less work): per block of ``micro_batch_size`` prompts a
 prompt pass keeps each layer's keys and values, and the block's completions run in micro-batches of
-similar length on them (:class:`_PromptStates`: with gradients the prompt states are leaves, and the
+similar length on them (:class:`PromptStates`: with gradients the prompt states are leaves, and the
 prompts' backward runs once after the block's micro-batches). The cache is replayable, so this holds
 under gradient checkpointing too (:func:`_replayable_cache`). Without shared prompts, micro-batches
 are buckets of similar total length. Where transformers drops a cache under checkpointing (no
@@ -189,7 +189,7 @@ class _Packed:
 
 
 @dataclass
-class _PromptStates:
+class PromptStates:
     """A block of distinct prompts run once (:func:`run_prompts`): per prompt, each
     layer's ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its last hidden state ``(H,)``
     (which predicts the first completion token). With grad they are slices of leaves cut from
@@ -219,10 +219,10 @@ class _PromptStates:
 
 
 @dataclass
-class _PromptRows:
+class PromptRows:
     """The rows of a micro-batch read their prompts from ``states`` (``rows``: each one's)."""
 
-    states: _PromptStates
+    states: PromptStates
     rows: list[tuple[int, ...]]
 
 
@@ -243,7 +243,7 @@ class _Batch:
     index: list[int]  # which samples of the update these rows are
     prefix: _Prefix | None = None
     packed: _Packed | None = None
-    prompts: _PromptRows | None = None
+    prompts: PromptRows | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -1236,12 +1236,12 @@ class Learner:
             by_prompt.setdefault(tuple(samples[i].prompt_ids), []).append(i)
         prompts = list(by_prompt)
         for start in range(0, len(prompts), self.micro_batch_size):
-            states = _PromptStates(prompts[start : start + self.micro_batch_size])
+            states = PromptStates(prompts[start : start + self.micro_batch_size])
             members = [i for p in states.prompts for i in by_prompt[p]]
             by_length = sorted(members, key=lambda i: (len(samples[i].completion_ids), i))
             for chunk in self._chunks(by_length):
                 targets, mask = self._targets(samples, chunk)
-                rows = _PromptRows(states, [tuple(samples[i].prompt_ids) for i in chunk])
+                rows = PromptRows(states, [tuple(samples[i].prompt_ids) for i in chunk])
                 empty = torch.empty((len(chunk), 0), dtype=torch.long, device=self.device)
                 yield _Batch(empty, empty, targets, mask, chunk, prompts=rows)
 
@@ -1249,7 +1249,7 @@ class Learner:
     def _with_prompt_backward(batches: Iterator[_Batch]) -> Iterator[_Batch]:
         """``batches``, and after the last micro-batch of a prompt block (when the caller, its
         backward done, asks for the next), the backward pass through that block's prompts."""
-        held: _PromptStates | None = None
+        held: PromptStates | None = None
         for batch in batches:
             states = batch.prompts.states if batch.prompts is not None else None
             if held is not None and states is not held:
@@ -1265,7 +1265,7 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def run_prompts(base: Any, states: _PromptStates, pad_token_id: int) -> None:
+def run_prompts(base: Any, states: PromptStates, pad_token_id: int) -> None:
     """Fill ``states``: one decoder pass over its prompts (left-padded), each layer's keys and
     values kept per prompt (cut from the graph into leaves when it has grad)."""
     prompts = states.prompts
@@ -1293,7 +1293,7 @@ def run_prompts(base: Any, states: _PromptStates, pad_token_id: int) -> None:
                              for k, v in kv], last[r])  # fmt: skip
 
 
-def prompt_once_hidden(base: Any, targets: torch.Tensor, prompts: _PromptRows) -> torch.Tensor:
+def prompt_once_hidden(base: Any, targets: torch.Tensor, prompts: PromptRows) -> torch.Tensor:
     """``(b, Tc, H)`` hidden states predicting each completion token (``targets`` ``(b, Tc)``),
     each row reading its prompt's keys and values from ``prompts`` (filled by
     :func:`run_prompts`), left-padded to the longest prompt of the rows."""

@@ -253,8 +253,8 @@ def _track_step(
     from transformers import Qwen3ForCausalLM
 
     from mas_trainer.learner import (
-        _PromptRows,
-        _PromptStates,
+        PromptRows,
+        PromptStates,
         completion_hidden,
         enable_checkpointing,
         hidden_logprobs,
@@ -297,13 +297,13 @@ def _track_step(
         targets = ids[:, prompt:]
         # Prompts run once: the micro-batch's completions on a prompt pass over as many distinct
         # prompts (a block's), held until its backward (Learner._prompt_blocks).
-        states = _PromptStates([(j + 1,) * prompt for j in range(micro)]) if once else None
+        states = PromptStates([(j + 1,) * prompt for j in range(micro)]) if once else None
 
         def logprobs() -> Any:  # Learner._token_logprobs (FSDPLearner's: the sharded root)
             if root is not None:
                 return root(ids, positions, targets, temperature, top_p)[0]
             if states is not None:
-                hidden = prompt_once_hidden(model, targets, _PromptRows(states, states.prompts))
+                hidden = prompt_once_hidden(model, targets, PromptRows(states, states.prompts))
             else:
                 hidden = completion_hidden(model, ids, positions)
             head = model.get_output_embeddings()

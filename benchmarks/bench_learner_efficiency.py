@@ -9,32 +9,36 @@ Printed side by side, in one run:
    backward over every sample's prompt + completion tokens, unpadded, each sample alone (the LM
    head over every position, as a plain ``model(ids).logits`` loss does). Rows: the learner's
    defaults; with gradient checkpointing (the paper presets' setting: the recompute is one more
-   forward), where each group is packed into one row, and with prompts not shared; with a
-   quarter of the samples re-scored after the update (``measure_change=0.25``; the default
-   re-scores all); without prompt sharing. The attention part of each is printed beside it.
+   forward), where each distinct prompt runs once and its completions on its keys and values
+   (the cache survives the checkpointed replay), and with prompts not shared; with a quarter of
+   the samples re-scored after the update (``measure_change=0.25``; the default re-scores all);
+   without prompt sharing. The attention part of each is printed beside it.
 2. **Padding**: the share of the token slots in the learner's micro-batches that are padding, at
    the paper presets' batch shape (mini-batch 64 = 16 prompts x K 4, micro-batch 4) and lengths
    drawn uniformly in [max/2, max] (``--paper-prompt-len``, ``--paper-completion-len``: 4096
    response tokens of Plan-Path and Sudoku). No real length distribution of a paper run is at
    hand here: this is an assumption. Collation only (no model runs), so paper lengths are cheap.
-   Then the forward FLOPs the learner estimates for those lengths under gradient checkpointing,
-   a row per sample against packed groups, at Qwen3-1.7B's shape and the benchmark's: the
-   cheaper is the layout the learner runs (at these lengths, a row per sample: the dense masked
-   attention over a packed row of ~13k tokens outweighs the prompts it saves).
+   Then, for the fallback where transformers drops the cache under checkpointing (no
+   ``_can_checkpoint_with_cache``), the forward FLOPs the learner estimates for those lengths, a
+   row per sample against packed groups, at Qwen3-1.7B's shape and the benchmark's: the cheaper
+   is the layout it runs there.
 3. **Peak logits memory**: the largest tensor whose last dimension is the whole vocabulary that
    the update creates, against the ``(b, Tc, V)`` fp32 logits of its largest micro-batch; and the
    same two figures at Qwen3's vocabulary and the paper's micro-batch (4 x 4096 tokens).
 4. **Tokens/s** of ``Learner.update`` over a bare fwd/bwd/AdamW loop on the same samples and
    mini-batch (``benchmarks/bench_learner.py``'s loop: pre-padded tensors, ``model(ids).logits``,
-   masked cross-entropy, backward, AdamW), and under gradient checkpointing with packed groups
+   masked cross-entropy, backward, AdamW), and under gradient checkpointing with prompts run once
    against prompts not shared; medians of ``--repeats`` alternating runs. Wall time: it depends
    on the machine's load, unlike the three figures above (``--repeats 0`` skips it).
 5. **At Qwen3-1.7B's shape** (no GPU: the model on fake tensors, ``FakeTensorMode``), one
    mini-batch of 64 at the paper lengths above: the PPO pass (the learner's micro-batches,
    forward, recompute, backward) and a no-grad scoring pass, per trained token over the floor,
-   with every layer checkpointed, none, and ``model.checkpoint_layers auto`` as the memory plan
-   chooses it for the per-role and shared 1.7B presets. Counted at 1 and 2 layers and
-   extrapolated per layer (checked against a whole count at 4 layers).
+   with every layer checkpointed, none, every layer selectively checkpointed
+   (``model.checkpoint_mode selective``), and ``model.checkpoint_layers auto`` as the memory plan
+   chooses it for the per-role and shared 1.7B presets in either mode. Totals: the PPO pass plus
+   the scoring of the mini-batches after the first, at n = 1 and 8 mini-batches an update, then
+   with every sample re-scored after the update (``measure_change=1``, the default). Counted at
+   1 and 2 layers and extrapolated per layer (checked against a whole count at 4 layers).
 
 Usage:
     python benchmarks/bench_learner_efficiency.py                   # tiny model, K=4 groups
@@ -110,10 +114,19 @@ def floor_flops(model: Any, samples: list[TrainSample], attention: bool = False)
 def padding_share(learner: Learner, samples: list[TrainSample]) -> float:
     """Padding slots / all slots of the learner's micro-batches over one update's mini-batches."""
     slots = real = 0
+    blocks: list[Any] = []
     for mini in learner._mini_batches(samples):
         for batch in learner._micro_batches(samples, mini):
             rows = [samples[i] for i in batch.index]
-            if batch.packed is not None:  # one row per distinct prompt and its completions
+            if batch.prompts is not None:  # each block's prompt pass once, then completions
+                states = batch.prompts.states
+                if states not in blocks:
+                    blocks.append(states)
+                    slots += len(states.prompts) * max(len(p) for p in states.prompts)
+                    real += sum(len(p) for p in states.prompts)
+                slots += batch.targets.numel()
+                real += sum(len(s.completion_ids) for s in rows)
+            elif batch.packed is not None:  # one row per distinct prompt and its completions
                 slots += batch.input_ids.numel()
                 real += int((batch.packed.segments >= 0).sum())
             elif batch.prefix is None:
@@ -161,19 +174,26 @@ def _fake_model(shape: Any, layers: int) -> Any:
 
 
 def shape_flops(
-    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int, plain: int
+    shape: Any,
+    batch: list[TrainSample],
+    micro: int,
+    checkpointed: int,
+    plain: int,
+    mode: str = "full",
+    passes: tuple[str, ...] = ("train", "score", "floor"),
 ) -> dict[str, float]:
     """FLOPs of the learner's passes over ``batch`` (one mini-batch) at a model ``shape`` of
-    ``checkpointed`` + ``plain`` decoder layers, counted on fake tensors: ``train`` (the PPO pass:
-    forward, recompute, backward, the learner's own micro-batches and code path), ``score`` (a
-    no-grad scoring pass over the same samples) and ``floor`` (one fwd+bwd per sample, unpadded,
-    the LM head on every position, as :func:`floor_flops`)."""
+    ``checkpointed`` + ``plain`` decoder layers (``plain`` ones selectively checkpointed with
+    ``mode`` ``selective``), counted on fake tensors: ``train`` (the PPO pass: forward,
+    recompute, backward, the learner's own micro-batches and code path), ``score`` (a no-grad
+    scoring pass over the same samples, as ``Learner.update`` scores them) and ``floor`` (one
+    fwd+bwd per sample, unpadded, the LM head on every position, as :func:`floor_flops`)."""
     layers = checkpointed + plain
     model = _fake_model(shape, layers)
     learner = Learner(
         model, lr=1e-6, mini_batch_size=len(batch), micro_batch_size=micro, pad_token_id=0,
-        temperature=0.6, dtype=torch.bfloat16, gradient_checkpointing=checkpointed > 0,
-        checkpoint_layers=checkpointed,
+        temperature=0.6, dtype=torch.bfloat16, checkpoint_layers=checkpointed,
+        gradient_checkpointing=checkpointed > 0 or mode == "selective", checkpoint_mode=mode,
     )  # fmt: skip
     out = {}
     with model.fake_mode:
@@ -182,8 +202,11 @@ def shape_flops(
             for b in learner._micro_batches(batch, list(range(len(batch)))):
                 (learner._logprobs(b)[0] * b.mask).sum().backward()
 
-        out["train"] = count_flops(train)
-        out["score"] = count_flops(lambda: learner._score(batch))
+        if "train" in passes:
+            out["train"] = count_flops(train)
+        if "score" in passes:
+            out["score"] = count_flops(lambda: learner._score(batch))
+    if "floor" in passes:
         floor = _fake_model(shape, layers)
         with floor.fake_mode:
             out["floor"] = floor_flops(floor, batch)
@@ -191,13 +214,21 @@ def shape_flops(
 
 
 def extrapolated_flops(
-    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int
-) -> dict[str, float]:
-    """:func:`shape_flops` at ``shape.layers`` layers (the first ``checkpointed`` checkpointed),
-    from counts at 1 and 2 layers: FLOPs are linear in each kind of layer's count."""
-    base = shape_flops(shape, batch, micro, 1, 0)
-    one_more = shape_flops(shape, batch, micro, 2, 0)
-    plain = shape_flops(shape, batch, micro, 1, 1)
+    shape: Any, batch: list[TrainSample], micro: int, checkpointed: int, mode: str = "full",
+    counted: dict[tuple[int, int, str], dict[str, float]] | None = None,
+) -> dict[str, float]:  # fmt: skip
+    """:func:`shape_flops` at ``shape.layers`` layers (the first ``checkpointed`` checkpointed,
+    the rest as ``mode`` has them), from counts at 1 and 2 layers: FLOPs are linear in each kind
+    of layer's count. ``counted`` keeps the counts for the next call (the same batch)."""
+    counted = {} if counted is None else counted
+
+    def at(c: int, p: int) -> dict[str, float]:
+        key = (c, p, mode if p else "full")
+        if key not in counted:
+            counted[key] = shape_flops(shape, batch, micro, c, p, key[2])
+        return counted[key]
+
+    base, one_more, plain = at(1, 0), at(2, 0), at(1, 1)
     extra_plain = shape.layers - checkpointed
     return {
         k: base[k]
@@ -216,33 +247,41 @@ def paper_shape(args: Any) -> None:
     print("5. FLOPs per trained token / floor at Qwen3-1.7B's shape, paper lengths (fake tensors)")
     small = ModelShape(**{**vars(shape), "layers": 4})
     check = make_samples(8, 64, 128, seed=0, group_size=4)
-    full = shape_flops(small, check, 4, 3, 1)
-    extra = extrapolated_flops(small, check, 4, 3)
-    print(
-        f"   check at 4 layers (3 checkpointed), 8 short samples: counted {full['train']:.4g}, "
-        f"extrapolated from 1-2 layers {extra['train']:.4g} FLOPs"
-    )
+    checked: dict[tuple[int, int, str], dict[str, float]] = {}
+    for mode in ("full", "selective"):
+        full = shape_flops(small, check, 4, 3, 1, mode, passes=("train",))
+        extra = extrapolated_flops(small, check, 4, 3, mode, checked)
+        print(
+            f"   check at 4 layers (3 checkpointed, 1 {'plain' if mode == 'full' else mode}), "
+            f"8 short samples: counted {full['train']:.4g}, extrapolated from 1-2 layers "
+            f"{extra['train']:.4g} FLOPs"
+        )
     batch = make_samples(64, args.paper_prompt_len, args.paper_completion_len, seed=0, group_size=4)
-    choices = {"all (today)": shape.layers, "none": 0}
-    for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
-        cfg = build_config(preset, overrides=["--model.checkpoint_layers", "auto"])
-        layers = plan_run(cfg).checkpoint_layers
-        choices[f"auto, {preset} on its GPU"] = shape.layers if layers is None else layers
+    choices = {("all (the default)", "full"): shape.layers, ("none", "full"): 0,
+               ("selective: all", "selective"): 0}  # fmt: skip
+    for mode in ("full", "selective"):
+        for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
+            over = ["--model.checkpoint_layers", "auto", "--model.checkpoint_mode", mode]
+            layers = plan_run(build_config(preset, overrides=over)).checkpoint_layers
+            label = f"{'selective, ' if mode == 'selective' else ''}auto, {preset}"
+            choices[(label, mode)] = shape.layers if layers is None else layers
     print(
         f"   mini-batch of 64 (prompts {args.paper_prompt_len // 2}-{args.paper_prompt_len}, "
         f"completions {args.paper_completion_len // 2}-{args.paper_completion_len}), "
-        "micro-batch 4; "
-        "PPO pass / scoring pass (no grad) / their sum with n mini-batches an update, each "
-        "sample scored before (all but the first mini-batch) and re-scored after "
-        "(measure_change=1)"
+        "micro-batch 4: the PPO pass, a no-grad scoring pass, and their sum with n mini-batches "
+        "an update (each sample scored before the update but the first mini-batch's), then with "
+        "every sample re-scored after it (measure_change=1, the default)"
     )
-    for name, ckpt in choices.items():
-        f = extrapolated_flops(shape, batch, 4, ckpt)
+    counted: dict[tuple[int, int, str], dict[str, float]] = {}
+    for (name, mode), ckpt in choices.items():
+        f = extrapolated_flops(shape, batch, 4, ckpt, mode, counted)
         train, score = f["train"] / f["floor"], f["score"] / f["floor"]
-        totals = "  ".join(f"n={n}: {train + (1 - 1 / n + 1) * score:.2f}" for n in (1, 8))
+        own = "  ".join(f"n={n}: {train + (1 - 1 / n) * score:.2f}" for n in (1, 8))
+        rescored = "  ".join(f"n={n}: {train + (2 - 1 / n) * score:.2f}" for n in (1, 8))
         print(
-            f"   {ckpt:2d} of {shape.layers} layers checkpointed, {name:44s} PPO pass {train:.3f}  "
-            f"scoring {score:.3f}  total {totals}"
+            f"   {ckpt:2d} of {shape.layers} full, {name:45s} PPO {train:.3f}  scoring "
+            f"{score:.3f}  total {own}  re-scored {rescored}",
+            flush=True,
         )
 
 
@@ -311,7 +350,7 @@ def main() -> None:
     print("1. FLOPs per trained token / floor")
     rows = {
         "Learner.update (defaults)": {},
-        "  + gradient checkpointing (packed groups)": {"gradient_checkpointing": True},
+        "  + gradient checkpointing (prompts run once)": {"gradient_checkpointing": True},
         "  + gradient checkpointing, prompts not shared": {
             "gradient_checkpointing": True,
             "share_prompts": False,
@@ -331,8 +370,8 @@ def main() -> None:
     print("2. padding share of the micro-batch slots (paper batch shape, assumed lengths)")
     paper: dict[str, Any] = dict(lr=1e-6, mini_batch_size=64, micro_batch_size=4, pad_token_id=0)
     for label, extra in [
-        ("gradient checkpointing (paper presets)", {"gradient_checkpointing": True}),
-        ("shared prompts (no checkpointing)", {}),
+        ("prompts run once (checkpointing or not)", {"gradient_checkpointing": True}),
+        ("a row per sample (share_prompts=False)", {"share_prompts": False}),
     ]:
         shares = []
         for seed in range(args.paper_seeds):
@@ -375,6 +414,9 @@ def main() -> None:
     )
     if args.repeats:
         throughput(args, samples, common, tokens)
+    # The learner's own vocabulary blocks at Qwen3's vocabulary (the same FLOPs in any block
+    # size; the tiny model's 48 would make 3,166 blocks of ops to count).
+    learner_mod.VOCAB_CHUNK = default_chunk
     paper_shape(args)
 
 
@@ -392,7 +434,7 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
     runs = {
         "bare fwd/bwd/AdamW": lambda: bare_step(model, bare_opt, batches, extra_forward=False),
         "Learner.update": lambda: learner.update(samples),
-        "  checkpointing (packed groups)": lambda: checkpointed[True].update(samples),
+        "  checkpointing (prompts run once)": lambda: checkpointed[True].update(samples),
         "  checkpointing, prompts not shared": lambda: checkpointed[False].update(samples),
     }
     times: dict[str, list[float]] = {k: [] for k in runs}
@@ -409,8 +451,8 @@ def throughput(args: Any, samples: list[TrainSample], common: dict[str, Any], to
         print(f"   {name:34s} {tokens / t:9.0f} tok/s")
     ratio = med["bare fwd/bwd/AdamW"] / med["Learner.update"]
     print(f"   Learner.update / bare               {ratio:.2f}x the tokens/s")
-    packed = med["  checkpointing, prompts not shared"] / med["  checkpointing (packed groups)"]
-    print(f"   checkpointing: packed / not shared  {packed:.2f}x the tokens/s")
+    once = med["  checkpointing, prompts not shared"] / med["  checkpointing (prompts run once)"]
+    print(f"   checkpointing: prompts once / not   {once:.2f}x the tokens/s")
 
 
 if __name__ == "__main__":

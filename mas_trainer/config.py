@@ -94,6 +94,11 @@ class ModelConfig:
     an integer ``N`` (the first N layers; the others keep their activations, no recompute), or
     ``auto``: the fewest layers with which the run's memory plan (``mas-train PRESET --plan``)
     fits its GPUs (all of them when no GPU is planned or none fits)."""
+    checkpoint_mode: str = "full"
+    """Under ``gradient_checkpointing``, what the layers past ``checkpoint_layers`` do: ``full``
+    keeps all their activations; ``selective`` checkpoints them too, saving every matmul and
+    attention output, so their replay recomputes only pointwise ops (no matmul FLOPs) and they
+    hold less memory than ``full``'s plain layers (``auto`` plans with it)."""
     device: str = "cpu"
     """Torch device of learners and engines: ``cpu``, ``cuda``, ``cuda:1``..."""
     engine_batch_size: int = 256
@@ -121,6 +126,7 @@ class ModelConfig:
             "model.checkpoint_layers must be 'all', 'auto' or a number of layers (>= 0), got "
             f"{self.checkpoint_layers!r}",
         )
+        _choice("model", "checkpoint_mode", self.checkpoint_mode, ("full", "selective"))
         _check(self.engine_tp >= 1, f"model.engine_tp must be >= 1, got {self.engine_tp}")
         for role, name in self.role_models.items():
             _check(

@@ -36,24 +36,30 @@ low-precision parameters whose learning rate cannot move most of them refuses to
 Sequences are right-padded prompt+completion; with right padding a causal model never lets a real
 token see a pad, so no attention mask is needed (the fast causal attention path), and the LM head
 runs only on the positions that predict completion tokens (prompt logits are never built). When
-several samples of a micro-batch share a prompt (the K candidates of an AT-GRPO group), the prompt
-runs once and the completions run on its KV cache (``share_prompts``; same numbers, less work);
-without shared prompts, micro-batches are buckets of similar total length. Gradient
-checkpointing's replay of a layer drops a KV cache, so a training pass under it packs instead: one
-row per prompt, ``[prompt, completion 1, ..., completion K]``, with a block attention mask (each
-completion sees the prompt and itself) and positions restarting after the prompt, one ordinary
-forward pass (:class:`_Packed`); it is used where it costs fewer FLOPs than the plain layout
-(dense masked attention over the packed row grows with its square; :class:`_LayoutCost`).
+several samples share a prompt (the K candidates of an AT-GRPO group), each distinct prompt runs
+once (``share_prompts``; same numbers, less work): per block of ``micro_batch_size`` prompts a
+prompt pass keeps each layer's keys and values, and the block's completions run in micro-batches of
+similar length on them (:class:`PromptStates`: with gradients the prompt states are leaves, and the
+prompts' backward runs once after the block's micro-batches). The cache is replayable, so this holds
+under gradient checkpointing too (:func:`_replayable_cache`). Without shared prompts, micro-batches
+are buckets of similar total length. Where transformers drops a cache under checkpointing (no
+``_can_checkpoint_with_cache``), a training pass packs instead: one row per prompt, ``[prompt,
+completion 1, ..., completion K]``, with a block attention mask (:class:`_Packed`), where that costs
+fewer FLOPs than a row per sample (:class:`_LayoutCost`).
+``checkpoint_mode="selective"`` checkpoints the layers past ``checkpoint_layers`` keeping their
+matmul and attention outputs (torch's selective activation checkpointing): their replay costs no
+matmul FLOPs.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +189,44 @@ class _Packed:
 
 
 @dataclass
+class PromptStates:
+    """A block of distinct prompts run once (:func:`run_prompts`): per prompt, each
+    layer's ``(keys, values)`` ``(kv_heads, P, head_dim)`` and its last hidden state ``(H,)``
+    (which predicts the first completion token). With grad they are slices of leaves cut from
+    the prompt pass's graph, so each micro-batch of completions runs its backward alone;
+    :meth:`backward` then sends what the leaves gathered through the prompt pass, once."""
+
+    prompts: list[tuple[int, ...]]
+    states: dict[tuple[int, ...], tuple[list[tuple[torch.Tensor, torch.Tensor]], torch.Tensor]] = (
+        field(default_factory=dict)
+    )
+    roots: list[tuple[torch.Tensor, torch.Tensor]] = field(default_factory=list)  # (out, leaf)
+
+    def leaf(self, t: torch.Tensor) -> torch.Tensor:
+        """``t`` cut from its graph (a leaf whose gradient :meth:`backward` sends back)."""
+        if not t.requires_grad:
+            return t
+        cut = t.detach().requires_grad_()
+        self.roots.append((t, cut))
+        return cut
+
+    def backward(self) -> None:
+        """Backward through the prompt pass with the gradients its completions left."""
+        pairs = [(t, cut.grad) for t, cut in self.roots if cut.grad is not None]
+        self.states, self.roots = {}, []
+        if pairs:
+            torch.autograd.backward([t for t, _ in pairs], [g for _, g in pairs])
+
+
+@dataclass
+class PromptRows:
+    """The rows of a micro-batch read their prompts from ``states`` (``rows``: each one's)."""
+
+    states: PromptStates
+    rows: list[tuple[int, ...]]
+
+
+@dataclass
 class _Batch:
     """Tensors of a few samples (b samples, Tc = longest completion).
 
@@ -199,6 +243,7 @@ class _Batch:
     index: list[int]  # which samples of the update these rows are
     prefix: _Prefix | None = None
     packed: _Packed | None = None
+    prompts: PromptRows | None = None
 
     @property
     def n_tokens(self) -> int:
@@ -229,23 +274,126 @@ class _LayoutCost:
         return rows * (width * self.per_token + pairs * self.per_pair)
 
 
-def enable_checkpointing(model: Any, layers: int | None = None) -> None:
+CHECKPOINT_MODES = ("full", "selective")
+"""What the layers past ``checkpoint_layers`` do: ``full`` keeps all their activations (no
+recompute); ``selective`` checkpoints them too but saves every matmul and attention output, so
+their replay recomputes only pointwise ops (norms, activations, RoPE: no matmul FLOPs)."""
+
+
+def _saved_by_selective() -> frozenset[Any]:
+    """The ops whose outputs a selectively checkpointed layer keeps (torchtitan's "op" policy
+    without its every-other-matmul thinning): every matmul and attention kernel."""
+    aten = torch.ops.aten
+    names = (
+        "mm", "addmm", "bmm", "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_for_cpu",
+    )  # fmt: skip
+    return frozenset(getattr(aten, n).default for n in names if hasattr(aten, n))
+
+
+def _selective_context() -> tuple[Any, Any]:
+    """``context_fn`` of a selectively checkpointed layer (:data:`CHECKPOINT_MODES`)."""
+    from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
+
+    saved = _saved_by_selective()
+
+    def policy(ctx: Any, op: Any, *args: Any, **kwargs: Any) -> CheckpointPolicy:
+        return CheckpointPolicy.MUST_SAVE if op in saved else CheckpointPolicy.PREFER_RECOMPUTE
+
+    return create_selective_checkpoint_contexts(policy)
+
+
+def enable_checkpointing(model: Any, layers: int | None = None, mode: str = "full") -> None:
     """Turn on gradient checkpointing for the first ``layers`` decoder layers of ``model`` (None:
-    all of them); the later layers keep their activations for the backward pass (no recompute).
+    all of them); the later layers keep their activations for the backward pass (``mode``
+    ``full``: no recompute) or their matmul and attention outputs (``selective``: the replay
+    recomputes only pointwise ops).
 
     Raises:
-        ValueError: ``layers`` is negative.
+        ValueError: ``layers`` is negative or ``mode`` unknown.
     """
+    from functools import partial
+
+    from torch.utils.checkpoint import checkpoint
     from transformers.modeling_layers import GradientCheckpointingLayer
 
     if layers is not None and layers < 0:
         raise ValueError(f"checkpoint_layers must be >= 0 or None (all), got {layers}")
+    if mode not in CHECKPOINT_MODES:
+        raise ValueError(f"checkpoint mode must be one of {CHECKPOINT_MODES}, got {mode!r}")
     # transformers >= 5.24 renamed it; the old name still works there but warns.
     enable = getattr(model, "activation_checkpointing_enable", None)
-    (enable or model.gradient_checkpointing_enable)()
+    (enable or model.gradient_checkpointing_enable)({"use_reentrant": False})
     blocks = [m for m in model.modules() if isinstance(m, GradientCheckpointingLayer)]
+    for block in blocks:  # the learner passes checkpointed layers replayable caches only
+        block._can_checkpoint_with_cache = True
     for block in blocks[layers:] if layers is not None else []:
-        block.gradient_checkpointing = False
+        if mode == "selective":
+            func = partial(checkpoint, use_reentrant=False, context_fn=_selective_context)
+            setattr(block, "_gradient_checkpointing_func", func)  # noqa: B010 (a Module attribute)
+        else:
+            block.gradient_checkpointing = False
+
+
+def prompt_once_supported() -> bool:
+    """Whether this transformers lets a checkpointed layer keep a KV cache that its replay reads
+    (``_can_checkpoint_with_cache``, with per-layer caches): what running a prompt once for its
+    completions needs under gradient checkpointing."""
+    from transformers.modeling_layers import GradientCheckpointingLayer
+
+    return hasattr(GradientCheckpointingLayer, "_can_checkpoint_with_cache")
+
+
+@functools.cache
+def _replayable_cache() -> type:
+    """A ``DynamicCache`` that a checkpointed layer's replay can call again with the same result.
+    Unfrozen (a prompt pass) it keeps each layer's newest keys and values, replacing instead of
+    appending. Frozen (:meth:`freeze`: completions on their prompts) it keeps nothing: each call
+    returns the rows' prompt states, left-padded, followed by the new ones (built inside the
+    layer, so a checkpointed layer recomputes the padded copy instead of holding it)."""
+    from transformers import DynamicCache
+
+    class ReplayableCache(DynamicCache):
+        rows: list[tuple[list[torch.Tensor], list[torch.Tensor]]] | None = None
+
+        def freeze(
+            self, rows: list[tuple[list[torch.Tensor], list[torch.Tensor]]], width: int
+        ) -> None:
+            """Per layer, each row's prompt ``(keys, values)`` ``(kv_heads, P, head_dim)``."""
+            self.rows = rows
+            for layer, (keys, values) in zip(self.layers, rows, strict=True):
+                k = keys[0]
+                shape = (len(keys), k.shape[0], width, k.shape[-1])
+                held: Any = layer
+                held.lazy_initialization(k, values[0])
+                # Shape only (no storage), for the mask's length: the states are in ``rows``.
+                held.keys = held.values = k.new_zeros(()).expand(shape)
+
+        def update(
+            self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
+            *args: Any, **kwargs: Any,
+        ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+            layer: Any = self.layers[layer_idx]  # a DynamicLayer: keys (b, kv_heads, P, d)
+            if self.rows is not None:
+                width = layer.keys.shape[-2]
+                pad = [(0, 0, width - x.shape[-2], 0) for x in self.rows[layer_idx][0]]
+                keys, values = (
+                    torch.stack(
+                        [torch.nn.functional.pad(x, p) for x, p in zip(xs, pad, strict=True)]
+                    )
+                    for xs in self.rows[layer_idx]
+                )  # (b, kv_heads, width, head_dim) each
+                return (
+                    torch.cat([keys, key_states], dim=-2),
+                    torch.cat([values, value_states], dim=-2),
+                )
+            if not layer.is_initialized:
+                layer.lazy_initialization(key_states, value_states)
+            layer.keys, layer.values = key_states, value_states
+            return key_states, value_states
+
+    return ReplayableCache
 
 
 def packable(model: Any) -> bool:
@@ -289,15 +437,18 @@ class Learner:
             engine and learner compute the same numbers; ``perf/logprob_mismatch`` is then absent).
         adapter: LoRA adapter this learner trains (``per_role_lora``); None trains all parameters.
         pad_token_id: Id written into padding positions (never attended to, never scored).
-        share_prompts: Run each distinct prompt of a micro-batch once and let its completions
-            attend to its KV cache (gradients flow through it), instead of re-running the prompt
-            for every one of the K candidates of a group. Same numbers, up to K times less work
-            when prompts dominate. Under gradient checkpointing (which drops the cache) a
-            training pass packs a prompt and its completions into one row instead, where that
-            costs fewer FLOPs than a row per sample (short completions under a long prompt).
+        share_prompts: Run each distinct prompt once and let its completions attend to its keys
+            and values (gradients flow through them), instead of re-running the prompt for every
+            one of the K candidates of a group. Same numbers, up to K times less work when
+            prompts dominate; under gradient checkpointing too. Where transformers drops the
+            cache under checkpointing, a training pass packs a prompt and its completions into
+            one row instead, where that costs fewer FLOPs than a row per sample.
         gradient_checkpointing: Trade compute for activation memory (large models).
         checkpoint_layers: Under ``gradient_checkpointing``, checkpoint only the first this many
             decoder layers (the rest keep their activations: no recompute there); None: all.
+        checkpoint_mode: What the layers past ``checkpoint_layers`` do (:data:`CHECKPOINT_MODES`):
+            ``full`` keeps their activations, ``selective`` checkpoints them saving every matmul
+            and attention output (their replay costs no matmul FLOPs, their memory lies between).
         measure_change: After each update, score this share of its samples again (every
             ``1 / measure_change``-th; a no-grad forward pass over them) and report
             ``algo/approx_kl`` and ``algo/clip_frac``: how far the update moved the policy
@@ -335,6 +486,7 @@ class Learner:
         share_prompts: bool = True,
         gradient_checkpointing: bool = False,
         checkpoint_layers: int | None = None,
+        checkpoint_mode: str = "full",
         measure_change: float = 1.0,
         seed: int = 0,
     ) -> None:
@@ -369,8 +521,14 @@ class Learner:
         self.recompute_logprobs = recompute_logprobs
         self.pad_token_id = pad_token_id
         self.share_prompts = share_prompts
+        if checkpoint_mode not in CHECKPOINT_MODES:
+            raise ValueError(
+                f"checkpoint_mode must be one of {CHECKPOINT_MODES}, got {checkpoint_mode!r}"
+            )
         # No checkpointed layer is no checkpointing (the KV cache of shared prompts survives).
-        gradient_checkpointing = gradient_checkpointing and checkpoint_layers != 0
+        gradient_checkpointing = gradient_checkpointing and (
+            checkpoint_layers != 0 or checkpoint_mode == "selective"
+        )
         self.gradient_checkpointing = gradient_checkpointing
         self.measure_change = measure_change
         self.device = next(model.parameters()).device
@@ -409,7 +567,7 @@ class Learner:
             else None
         )
         if gradient_checkpointing:
-            enable_checkpointing(model, checkpoint_layers)
+            enable_checkpointing(model, checkpoint_layers, checkpoint_mode)
         self.optimizer = torch.optim.AdamW(
             list(self._params.values()), lr=lr, weight_decay=weight_decay
         )
@@ -462,7 +620,7 @@ class Learner:
             for k, mini in enumerate(minis if epoch == 0 else self._mini_batches(samples)):
                 own_old = self.recompute_logprobs and epoch == 0 and k == 0
                 mini_tokens = self._mini_tokens(samples, mini)
-                for batch in self._micro_batches(samples, mini):
+                for batch in self._with_prompt_backward(self._micro_batches(samples, mini)):
                     logp, ent = self._logprobs(batch, with_entropy=own_old)  # (b, Tc)
                     if own_old:
                         assert ent is not None
@@ -557,7 +715,7 @@ class Learner:
         try:
             for mini in self._mini_batches(samples):
                 weight_of = dict(zip(mini, self._sft_weights(samples, mini), strict=True))
-                for batch in self._micro_batches(samples, mini):
+                for batch in self._with_prompt_backward(self._micro_batches(samples, mini)):
                     logp = self._logprobs(batch, temperature=1.0, top_p=1.0)[0]  # (b, Tc)
                     w = torch.tensor([weight_of[i] for i in batch.index], device=self.device)
                     loss = weighted_sft_loss(logp, batch.mask, w)
@@ -815,11 +973,11 @@ class Learner:
     def _micro_batches(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
         """The micro-batches of the samples ``index``, in the layout the pass runs.
 
-        Length buckets: similar lengths together (less padding). With shared prompts, identical
-        prompts adjacent (each distinct prompt run once); without, by total length alone (a
-        group's K completions of very different lengths then go to different micro-batches).
-        A pass with gradients under gradient checkpointing (the condition under which the
-        checkpoint's replay drops a KV cache) shares prompts by packing, or not at all.
+        Length buckets: similar lengths together (less padding). Where prompts repeat, each
+        distinct prompt runs once (:meth:`_prompt_blocks`); without shared prompts, by total
+        length alone. Where transformers drops the cache under checkpointing, a pass with
+        gradients there shares prompts by packing, or not at all; without gradients, identical
+        prompts adjacent, each run once per micro-batch.
         """
         by_length = self._chunks(sorted(index, key=lambda i: (samples[i].num_tokens, i)))
         if not self.share_prompts:
@@ -835,6 +993,11 @@ class Learner:
                 ),
             )
         )
+        if len({tuple(samples[i].prompt_ids) for i in index}) < len(index) and (
+            prompt_once_supported()
+        ):
+            yield from self._prompt_blocks(samples, index)
+            return
         share = self._collate_shared
         if self.gradient_checkpointing and torch.is_grad_enabled():
             cost = self._pack_cost
@@ -892,16 +1055,24 @@ class Learner:
         for r, p in enumerate(distinct):
             ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
             pmask[r, width - len(p) :] = 1
+        targets, mask = self._targets(samples, index)
+        d = self.device
+        prefix = _Prefix(ids.to(d), pmask.to(d), torch.tensor(source, device=d))
+        empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
+        return _Batch(empty, empty, targets, mask, index, prefix)
+
+    def _targets(
+        self, samples: Sequence[TrainSample], index: list[int]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(b, Tc)`` completion tokens right-padded, and the mask of the real ones."""
+        rows = [samples[i] for i in index]
         t_c = max(len(s.completion_ids) for s in rows)
         targets = torch.full((len(rows), t_c), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(rows), t_c), dtype=torch.bool)
         for r, s in enumerate(rows):
             targets[r, : len(s.completion_ids)] = torch.tensor(s.completion_ids, dtype=torch.long)
             mask[r, : len(s.completion_ids)] = True
-        d = self.device
-        prefix = _Prefix(ids.to(d), pmask.to(d), torch.tensor(source, device=d))
-        empty = torch.empty((len(rows), 0), dtype=torch.long, device=d)
-        return _Batch(empty, empty, targets.to(d), mask.to(d), index, prefix)
+        return targets.to(self.device), mask.to(self.device)
 
     def _collate_packed(self, samples: Sequence[TrainSample], index: list[int]) -> _Batch:
         rows = [samples[i] for i in index]
@@ -951,8 +1122,15 @@ class Learner:
         """``(b, Tc)`` log-probs of the targets (and, with ``with_entropy``, the ``(b, Tc)``
         entropy of each position's distribution, without grad) under ``model``."""
         base = model.get_base_model() if hasattr(model, "get_base_model") else model
+        if batch.prompts is not None and not batch.prompts.states.states:
+            # An autocast region of its own: the completions' pass then casts each weight anew
+            # (autocast caches casts per region), as its checkpointed replay does.
+            with self._autocast():
+                run_prompts(base, batch.prompts.states, self.pad_token_id)
         with self._autocast():
-            if batch.prefix is not None:
+            if batch.prompts is not None:
+                hidden = prompt_once_hidden(base, batch.targets, batch.prompts)
+            elif batch.prefix is not None:
                 hidden = self._shared_prefix_hidden(base, base.get_decoder(), batch)
             else:
                 hidden = completion_hidden(base, batch.input_ids, batch.positions, batch.packed)
@@ -1030,8 +1208,12 @@ class Learner:
         ent_sum, n_tok = 0.0, 0
         was_training = model.training
         model.eval()
+        index = list(range(len(samples)))
+        repeated = len({tuple(s.prompt_ids) for s in samples}) < len(samples)
         with ctx:
-            for batch in self._micro_batches(samples, list(range(len(samples)))):
+            once = self.share_prompts and repeated and prompt_once_supported()
+            batches = self._prompt_blocks if once else self._micro_batches
+            for batch in batches(samples, index):
                 lp, ent = self._token_logprobs(
                     model, batch, self.temperature, self.top_p, with_entropy
                 )
@@ -1043,10 +1225,101 @@ class Learner:
         model.train(was_training)
         return out, (ent_sum, n_tok)
 
+    def _prompt_blocks(self, samples: Sequence[TrainSample], index: list[int]) -> Iterator[_Batch]:
+        """Micro-batches that run each distinct prompt once: per block of ``micro_batch_size``
+        prompts (by length), one prompt pass, then the block's completions in micro-batches of
+        similar length (little padding), each row attending to its own prompt's keys and values.
+        Under gradient checkpointing too (:func:`_replayable_cache`); with grad, the block's
+        prompt pass runs backward after its last micro-batch (:meth:`_with_prompt_backward`)."""
+        by_prompt: dict[tuple[int, ...], list[int]] = {}
+        for i in sorted(index, key=lambda i: (len(samples[i].prompt_ids), samples[i].prompt_ids)):
+            by_prompt.setdefault(tuple(samples[i].prompt_ids), []).append(i)
+        prompts = list(by_prompt)
+        for start in range(0, len(prompts), self.micro_batch_size):
+            states = PromptStates(prompts[start : start + self.micro_batch_size])
+            members = [i for p in states.prompts for i in by_prompt[p]]
+            by_length = sorted(members, key=lambda i: (len(samples[i].completion_ids), i))
+            for chunk in self._chunks(by_length):
+                targets, mask = self._targets(samples, chunk)
+                rows = PromptRows(states, [tuple(samples[i].prompt_ids) for i in chunk])
+                empty = torch.empty((len(chunk), 0), dtype=torch.long, device=self.device)
+                yield _Batch(empty, empty, targets, mask, chunk, prompts=rows)
+
+    @staticmethod
+    def _with_prompt_backward(batches: Iterator[_Batch]) -> Iterator[_Batch]:
+        """``batches``, and after the last micro-batch of a prompt block (when the caller, its
+        backward done, asks for the next), the backward pass through that block's prompts."""
+        held: PromptStates | None = None
+        for batch in batches:
+            states = batch.prompts.states if batch.prompts is not None else None
+            if held is not None and states is not held:
+                held.backward()
+            held = states
+            yield batch
+        if held is not None:
+            held.backward()
+
     def _autocast(self) -> AbstractContextManager[Any]:
         if self.dtype is None:
             return nullcontext()
         return torch.autocast(self.device.type, dtype=self.dtype)
+
+
+def run_prompts(base: Any, states: PromptStates, pad_token_id: int) -> None:
+    """Fill ``states``: one decoder pass over its prompts (left-padded), each layer's keys and
+    values kept per prompt (cut from the graph into leaves when it has grad)."""
+    prompts = states.prompts
+    device = base.get_input_embeddings().weight.device
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_token_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for r, p in enumerate(prompts):
+        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
+        mask[r, width - len(p) :] = 1
+    ids, mask = ids.to(device), mask.to(device)
+    cache = _replayable_cache()(config=base.config)
+    last = base.get_decoder()(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=(mask.cumsum(-1) - 1).clamp(min=0),
+        use_cache=False,  # the layers still write to the cache passed (no warning under
+        **{cache_argument(base): cache},  # checkpointing, which sets it False anyway)
+    ).last_hidden_state[:, -1]  # (u, H)
+    last = states.leaf(last)
+    layers: list[Any] = list(cache.layers)  # DynamicLayer: keys (u, kv_heads, P, head_dim)
+    kv = [(states.leaf(x.keys), states.leaf(x.values)) for x in layers]
+    for r, p in enumerate(prompts):  # (kv_heads, P, head_dim) each, padding cut
+        states.states[p] = ([(k[r, :, width - len(p) :], v[r, :, width - len(p) :])
+                             for k, v in kv], last[r])  # fmt: skip
+
+
+def prompt_once_hidden(base: Any, targets: torch.Tensor, prompts: PromptRows) -> torch.Tensor:
+    """``(b, Tc, H)`` hidden states predicting each completion token (``targets`` ``(b, Tc)``),
+    each row reading its prompt's keys and values from ``prompts`` (filled by
+    :func:`run_prompts`), left-padded to the longest prompt of the rows."""
+    states, keys = prompts.states, prompts.rows
+    first = torch.stack([states.states[k][1] for k in keys]).unsqueeze(1)  # (b, 1, H)
+    t_c = targets.shape[1]
+    if t_c == 1:
+        return first
+    width = max(len(k) for k in keys)
+    cache = _replayable_cache()(config=base.config)
+    per_layer = zip(*(states.states[k][0] for k in keys), strict=True)  # per layer, each row's
+    cache.freeze([([k for k, _ in rows], [v for _, v in rows]) for rows in per_layer], width)
+    n, device = len(keys), targets.device
+    pmask = torch.zeros((n, width), dtype=torch.long, device=device)
+    for r, k in enumerate(keys):
+        pmask[r, width - len(k) :] = 1
+    attn = torch.cat([pmask, pmask.new_ones((n, t_c - 1))], dim=-1)
+    lengths = torch.tensor([len(k) for k in keys], device=device).unsqueeze(1)
+    rest = base.get_decoder()(
+        input_ids=targets[:, :-1],  # token j predicts token j+1; right padding at the end
+        attention_mask=attn,
+        position_ids=lengths + torch.arange(t_c - 1, device=device),  # (b, Tc-1)
+        use_cache=False,
+        **{cache_argument(base): cache},
+    ).last_hidden_state  # (b, Tc-1, H)
+    return torch.cat([first, rest], dim=1)
 
 
 def completion_hidden(

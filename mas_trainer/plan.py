@@ -22,11 +22,16 @@ parameters, gradients and moments per layer, one gradient-checkpoint input per l
 does not depend on it). Two phases are tracked apart, since their peaks grow differently: forward
 and backward (peak in the backward pass: checkpointed layers recomputed, the LM head's
 chunks) and the optimizer step
-(every gradient alive). With ``model.checkpoint_layers`` below all layers, a checkpointed and a
+(every gradient alive). Where the K samples of a group share a prompt, the step runs the
+learner's layout: the micro-batch's prompts in a pass of their own, held with their keys' and
+values' gradients while its completions run forward and backward on them, then the prompts'
+backward. With ``model.checkpoint_layers`` below all layers, a checkpointed and a
 plain layer are tracked apart, each extrapolated by its own count (from a base of 2 plain
-layers, where the plain layers' activations are the backward pass's peak); ``auto`` is the fewest
-checkpointed layers whose update fits every GPU. ``tests/trainer/test_plan.py`` checks the
-extrapolation against a full track.
+layers, where the plain layers' activations are the backward pass's peak); with
+``model.checkpoint_mode selective`` the "plain" layers are checkpointed selectively (they keep
+their matmul and attention outputs only, torch's selective checkpointing holds them), tracked
+the same way. ``auto`` is the fewest checkpointed layers whose update fits every GPU.
+``tests/trainer/test_plan.py`` checks the extrapolation against a full track.
 
 The checkpoint disk estimate is :func:`checkpoint_bytes` per policy (the HF export and
 :meth:`~mas_trainer.learner.Learner.save`'s sharded state) times the checkpoints kept.
@@ -236,19 +241,28 @@ def _fake_group(world: int) -> Iterator[None]:
 
 @functools.cache
 def _track_step(
-    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...]
+    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...], mode: str = "full"
 ) -> dict[str, dict[str, int]]:
     """One training step of ``shape`` cut to ``layers`` layers, the first ``checkpointed`` of them
-    under gradient checkpointing, tracked on fake tensors: the peak of forward+backward and of
-    the optimizer step, by kind."""
+    under gradient checkpointing (and the rest selectively checkpointed with ``mode``
+    ``selective``), tracked on fake tensors: the peak of forward+backward and of the optimizer
+    step, by kind."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
     from transformers import Qwen3ForCausalLM
 
-    from mas_trainer.learner import completion_hidden, enable_checkpointing, hidden_logprobs
+    from mas_trainer.learner import (
+        PromptRows,
+        PromptStates,
+        completion_hidden,
+        enable_checkpointing,
+        hidden_logprobs,
+        prompt_once_hidden,
+        run_prompts,
+    )
 
-    micro, prompt, response, dtype, autocast, fsdp, temperature, top_p = spec
+    micro, prompt, response, dtype, autocast, fsdp, temperature, top_p, once = spec
     length = prompt + response
     fake = FakeTensorMode(allow_non_fake_inputs=True)
     default = torch.get_default_dtype()
@@ -258,8 +272,8 @@ def _track_step(
             model = Qwen3ForCausalLM(shape.hf_config(layers))
         finally:
             torch.set_default_dtype(default)
-        if checkpointed:
-            enable_checkpointing(model, checkpointed)
+        if checkpointed or mode == "selective":
+            enable_checkpointing(model, checkpointed, mode)
         model.train()
     root: Any = None
     if fsdp:  # outside the fake mode: the device mesh holds real rank tensors
@@ -281,18 +295,43 @@ def _track_step(
         ids = torch.zeros((micro, length), dtype=torch.long)
         positions = torch.arange(prompt - 1, length - 1).expand(micro, response)
         targets = ids[:, prompt:]
+        # Prompts run once: the micro-batch's completions on a prompt pass over as many distinct
+        # prompts (a block's), held until its backward (Learner._prompt_blocks).
+        states = PromptStates([(j + 1,) * prompt for j in range(micro)]) if once else None
 
         def logprobs() -> Any:  # Learner._token_logprobs (FSDPLearner's: the sharded root)
             if root is not None:
                 return root(ids, positions, targets, temperature, top_p)[0]
-            hidden = completion_hidden(model, ids, positions)
+            if states is not None:
+                hidden = prompt_once_hidden(model, targets, PromptRows(states, states.prompts))
+            else:
+                hidden = completion_hidden(model, ids, positions)
             head = model.get_output_embeddings()
             return hidden_logprobs(head, hidden, targets, temperature, top_p)[0]
+
+        compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
+
+        class Step(torch.nn.Module):
+            """The micro-batch's forward as one module call: MemTracker refuses a second
+            top-level call of the decoder (the prompt pass, then the completions' pass)."""
+
+            def __init__(self) -> None:
+                super().__init__()
+                self.model = model
+
+            def forward(self) -> Any:
+                if states is not None:  # an autocast region of its own, as the learner runs it
+                    with torch.autocast("cpu", dtype=compute, enabled=cast):
+                        run_prompts(model, states, 0)
+                with torch.autocast("cpu", dtype=compute, enabled=cast):
+                    return logprobs()  # (micro, response) fp32
+
+        step = Step()
 
         def new_tracker() -> Any:
             if root is None:
                 tracker = MemTracker()
-                tracker.track_external(model, optimizer)
+                tracker.track_external(step, optimizer)
                 return tracker
             return FSDPMemTracker(root, optimizer)
 
@@ -300,11 +339,11 @@ def _track_step(
         gc.collect()  # no dead tensor of an earlier track left for the tracker to count
         tracker = new_tracker()
         with tracker:
-            compute = torch.bfloat16 if autocast == "none" else getattr(torch, autocast)
-            with torch.autocast("cpu", dtype=compute, enabled=cast):
-                logp = logprobs()  # (micro, response) fp32
+            logp = step()
             loss = -logp.mean()  # the PPO loss is elementwise over these: no larger tensor
             loss.backward()
+            if states is not None:
+                states.backward()
             del logp, loss
         phases["backward"] = _by_kind(tracker.get_tracker_snapshot("peak"))
         gc.collect()  # no dead tensor of an earlier track left for the tracker to count
@@ -363,6 +402,8 @@ def learner_memory(
     top_p: float = 1.0,
     layers: int | None = None,
     checkpoint_layers: int | None = None,
+    checkpoint_mode: str = "full",
+    prompts_once: bool = False,
 ) -> LearnerMemory:
     """One learner rank's peak over a training step, tracked on fake tensors (module docstring).
 
@@ -382,9 +423,17 @@ def learner_memory(
         layers: Track this many layers whole instead of extrapolating (a check).
         checkpoint_layers: With ``checkpointing``, the layers checkpointed (the first ones; the
             rest keep their activations); None: all.
+        checkpoint_mode: With ``checkpointing``, what the other layers do
+            (:data:`~mas_trainer.learner.CHECKPOINT_MODES`): keep their activations (``full``) or
+            only their matmul and attention outputs (``selective``).
+        prompts_once: The learner runs each distinct prompt once (samples share prompts, K > 1,
+            unsharded): a micro-batch's ``response`` tokens run on a prompt pass over
+            ``micro_batch`` prompts, held (with its keys' and values' gradients) until the
+            micro-batch's backward is done.
     """
     fsdp = shards > 1 if fsdp is None else fsdp
-    spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p)
+    once = prompts_once and not fsdp
+    spec = (micro_batch, prompt, response, dtype, autocast, fsdp, temperature, top_p, once)
     total = layers or shape.layers
     ckpt = (
         0
@@ -403,7 +452,8 @@ def learner_memory(
     counts += [(u0, c0 + 1)] if not layers and ckpt != c0 else []  # a checkpointed layer more
     counts += [(u0 + 1, c0)] if not layers and plain != u0 else []  # a plain layer more
     with _fake_group(shards) if fsdp else contextlib.nullcontext():
-        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec) for uc in counts}
+        mode = checkpoint_mode if checkpointing else "full"
+        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec, mode) for uc in counts}
     if layers:
         phases = tracked[counts[0]]
     else:  # linear in the layer counts: the base plus each kind of layer's slope times its count
@@ -516,6 +566,8 @@ def _engine_items(cfg: TrainConfig, shape: ModelShape, engines: int, gpu: int) -
 
 def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     """The memory plan of ``cfg`` on GPUs of ``gpu_gib`` GiB (module docstring)."""
+    from mas_trainer.learner import prompt_once_supported
+
     shape = model_shape(cfg.model.name)
     n = shape.params
     names = policy_names(cfg)
@@ -534,6 +586,8 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     def layout(ckpt: int) -> tuple[LearnerMemory | None, list[GpuPlan], int, list[str], list[str]]:
         """The GPUs' items with ``ckpt`` layers checkpointed, and what does not fit."""
         ckpt_label = f"{ckpt} of {shape.layers} layers" if checkpointing else "off"
+        if checkpointing and cfg.model.checkpoint_mode == "selective":
+            ckpt_label += ", the rest selective"
         notes, problems = [], []
 
         learner: LearnerMemory | None = None
@@ -547,6 +601,8 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
                 autocast=cfg.model.autocast,
                 checkpointing=cfg.model.gradient_checkpointing,
                 checkpoint_layers=ckpt,
+                checkpoint_mode=cfg.model.checkpoint_mode,
+                prompts_once=cfg.rollout.k > 1 and prompt_once_supported(),
                 shards=shards,
                 temperature=cfg.rollout.temperature,
                 top_p=cfg.rollout.top_p,
@@ -699,9 +755,12 @@ def _recompute_note(
     chosen = {"auto": " (auto: the fewest that fit)", "all": ""}.get(
         cfg.model.checkpoint_layers, ""
     )
+    rest = ""
+    if cfg.model.checkpoint_mode == "selective":
+        rest = ", the rest checkpointed selectively: no matmul recomputed"
     return (
         f"gradient checkpointing: {ckpt} of {shape.layers} decoder layers recomputed{chosen} "
-        f"(model.checkpoint_layers {ckpt}): the training pass costs "
+        f"(model.checkpoint_layers {ckpt}{rest}): the training pass costs "
         f"{recompute_ratio(shape, ckpt, prompt, response):.2f}x one forward + backward "
         f"(all layers: {recompute_ratio(shape, shape.layers, prompt, response):.2f}x; scoring "
         "passes aside)"

@@ -403,6 +403,7 @@ def learner_kwargs(
         "pad_token_id": tokenizer.pad_token_id,
         "gradient_checkpointing": cfg.model.gradient_checkpointing,
         "checkpoint_layers": checkpoint_layers(cfg) if cfg.model.gradient_checkpointing else None,
+        "checkpoint_mode": cfg.model.checkpoint_mode,
         "seed": cfg.run.seed,
     }
 

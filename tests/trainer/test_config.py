@@ -76,6 +76,7 @@ def test_overrides_are_typed(override, section, name, value):
         (["--rollout.k", "2.5"], "expects an integer"),
         (["--rollout.k", "0"], "rollout.k must be >= 1"),
         (["--rollout.mode", "beam"], "must be one of"),
+        (["--model.checkpoint_mode", "some"], "model.checkpoint_mode must be one of"),
         (["--run.progress", "maybe"], "true or false"),
         (["--env.options", "[1]"], "JSON object"),
         (["--rollout.k"], "needs a value"),

@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+import mas_trainer.learner as learner_module  # noqa: E402
 from mas_trainer.engines import SamplingParams  # noqa: E402
 from mas_trainer.engines.transformers import TransformersEngine  # noqa: E402
 from mas_trainer.learner import Learner  # noqa: E402
@@ -380,6 +381,39 @@ def test_checkpointing_some_layers_gives_the_same_logprobs_and_gradients_with_le
         assert torch.allclose(g, g_one[n], atol=1e-6), n
 
 
+def test_selective_checkpointing_gives_the_same_gradients_without_matmul_recompute() -> None:
+    """``checkpoint_mode="selective"``: the layers past ``checkpoint_layers`` save their matmul
+    and attention outputs, so their replay adds no FLOPs; log-probs and gradients are the plain
+    pass's."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _samples(model, tok, n=8)
+    results = {}
+    for layers, mode in ((0, "full"), (None, "full"), (0, "selective"), (1, "selective")):
+        m = copy.deepcopy(model)
+        learner = _learner(
+            m, gradient_checkpointing=True, checkpoint_layers=layers, checkpoint_mode=mode
+        )
+        with FlopCounterMode(display=False) as counter:
+            logps = []
+            for batch in learner._micro_batches(samples, list(range(len(samples)))):
+                logp = learner._logprobs(batch)[0]
+                (logp * batch.mask).sum().backward()
+                logps.append(logp.detach())
+        grads = {n: p.grad.clone() for n, p in m.named_parameters()}
+        results[(layers, mode)] = (logps, grads, counter.get_total_flops())
+    (lp_none, g_none, f_none), (_, _, f_all), (lp_sel, g_sel, f_sel), (_, g_one, f_one) = (
+        results.values()
+    )
+    assert f_sel == f_none < f_one < f_all
+    for a, b in zip(lp_none, lp_sel, strict=True):
+        assert torch.allclose(a, b, atol=1e-6)
+    for n, g in g_none.items():
+        assert torch.allclose(g, g_sel[n], atol=1e-6), n
+        assert torch.allclose(g, g_one[n], atol=1e-6), n
+
+
 def _grouped_samples(model, tok, k: int = 4, max_tokens: int = 12) -> list[TrainSample]:
     """K sampled candidates for each of 4 prompts of different lengths (one tree-rollout turn)."""
     prompts = [
@@ -411,6 +445,35 @@ def test_shared_prompts_give_the_same_logprobs_as_separate_rows() -> None:
     assert [x[0] for x in a1] == pytest.approx([x[0] for x in b1], abs=1e-5)
 
 
+def test_scoring_runs_each_prompt_once_and_batches_completions_by_length() -> None:
+    """The no-grad scoring pass: each distinct prompt run once, the completions in micro-batches
+    of similar length on their prompts' caches. The same log-probs and entropy as a row per
+    sample, and fewer FLOPs than micro-batches of whole groups (each padded to its longest)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, tok = build_tiny_model("tiny", seed=0)
+    gen = torch.Generator().manual_seed(0)
+    samples = []
+    for i in range(4):
+        prompt = chat_prompt_ids(tok, [{"role": "user", "content": f"task {i} " + "y" * (5 * i)}])
+        for length in (2, 9, 30, 31) if i % 2 else (1, 3, 28, 29):
+            ids = torch.randint(0, 250, (length,), generator=gen).tolist()
+            samples.append(TrainSample(prompt, ids, [0.0] * length, 0.0))
+    shared = _learner(model, mini_batch_size=16, micro_batch_size=4)
+    rows = _learner(model, share_prompts=False, micro_batch_size=4)
+    with FlopCounterMode(display=False) as counter:
+        lp_a, (ent_a, n_a) = shared._score(samples, with_entropy=True)
+    lp_b, (ent_b, n_b) = rows._score(samples, with_entropy=True)
+    for a, b in zip(lp_a, lp_b, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=0)
+    assert n_a == n_b and ent_a == pytest.approx(ent_b, rel=1e-5)
+    with FlopCounterMode(display=False) as groups, torch.no_grad():
+        for group in range(0, len(samples), 4):  # a whole group, padded to its longest
+            batch = shared._collate_shared(samples, list(range(group, group + 4)))
+            shared._token_logprobs(model, batch, 1.0, 1.0)
+    assert counter.get_total_flops() < 0.8 * groups.get_total_flops()
+
+
 @pytest.mark.filterwarnings("ignore:Detected call of")
 def test_shared_prompts_give_the_same_update() -> None:
     model_a, tok = build_tiny_model("tiny", seed=0)
@@ -431,15 +494,76 @@ def test_shared_prompts_give_the_same_update() -> None:
 def _layouts(learner: Learner, samples: list[TrainSample]) -> set[str]:
     """The layouts of a training pass's micro-batches (with grad, as ``update`` runs them)."""
     batches = learner._micro_batches(samples, list(range(len(samples))))
-    return {"packed" if b.packed else "shared" if b.prefix else "plain" for b in batches}
+    return {
+        "prompt once" if b.prompts else "packed" if b.packed else "shared" if b.prefix else "plain"
+        for b in batches
+    }
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of")
+@pytest.mark.parametrize(
+    ("attention", "layers", "mode"),
+    [
+        ("sdpa", None, "full"),
+        ("eager", 1, "selective"),
+        ("sdpa", 0, "selective"),
+        ("sdpa", 0, "full"),
+    ],
+)
+def test_prompts_run_once_under_checkpointing_give_the_same_logprobs_and_update(
+    attention, layers, mode
+) -> None:
+    """A training pass runs each distinct prompt once, its completions on the prompt's keys and
+    values, batched by length (under gradient checkpointing too: the replay reads the same
+    cache): the same log-probs and the same SGD step as a row per sample, with groups of 4, a
+    group of one, a one-token completion and blocks that split micro-batches across groups."""
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    for m in (model_a, model_b):
+        m.set_attn_implementation(attention)
+    samples = _grouped_samples(model_a, tok)
+    samples += [TrainSample(samples[0].prompt_ids, [258], [0.0], 0.0, 1.0)]  # one token
+    samples += [TrainSample(chat_prompt_ids(tok, [{"role": "user", "content": "alone"}]),
+                            samples[5].completion_ids, samples[5].logprobs, 0.0, -1.0)]  # fmt: skip
+    before = _params(model_a)
+    kw = dict(micro_batch_size=3, grad_clip=0.0, mini_batch_size=len(samples))
+    once = _learner(model_a, gradient_checkpointing=True, checkpoint_layers=layers,
+                    checkpoint_mode=mode, **kw)  # fmt: skip
+    plain = _learner(model_b, share_prompts=False, **kw)
+    assert _layouts(once, samples) == {"prompt once"}
+    logps = []
+    for learner in (once, plain):
+        out = torch.zeros(len(samples), 13)
+        batches = learner._with_prompt_backward(
+            learner._micro_batches(samples, list(range(len(samples))))
+        )
+        for batch in batches:
+            logp = learner._logprobs(batch)[0]
+            (logp * batch.mask).sum().backward()
+            out[batch.index, : logp.shape[1]] = (logp * batch.mask).detach()
+        logps.append((out, {n: p.grad.clone() for n, p in learner._params.items()}))
+        learner.optimizer.zero_grad(set_to_none=True)
+    torch.testing.assert_close(logps[0][0], logps[1][0], atol=1e-5, rtol=0)
+    for n, g in logps[0][1].items():
+        torch.testing.assert_close(g, logps[1][1][n], atol=1e-5, rtol=1e-4, msg=n)
+    for learner in (once, plain):
+        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
+        learner.update(samples)
+    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
+    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of")
 @pytest.mark.parametrize("attention", ["sdpa", "eager"])
-def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(attention) -> None:
-    """Gradient checkpointing drops the KV cache, so shared prompts are packed (one row per
-    prompt, a block mask): the same log-probs and the same SGD step as a row per sample, with
-    groups of 4, a group of one, one-token completions and micro-batches that split groups."""
+def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(
+    attention, monkeypatch
+) -> None:
+    """Where transformers drops the KV cache under gradient checkpointing (before
+    ``_can_checkpoint_with_cache``), shared prompts are packed (one row per prompt, a block
+    mask): the same log-probs and the same SGD step as a row per sample, with groups of 4, a
+    group of one, one-token completions and micro-batches that split groups."""
+    monkeypatch.setattr(learner_module, "prompt_once_supported", lambda: False)
     model_a, tok = build_tiny_model("tiny", seed=0)
     model_b, _ = build_tiny_model("tiny", seed=0)
     for m in (model_a, model_b):
@@ -469,10 +593,27 @@ def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(at
     assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
 
 
-def test_checkpointing_packs_only_where_it_costs_less_than_a_row_per_sample() -> None:
-    """Dense masked attention over a packed row grows with its square: K long completions under
-    a short prompt run a row each (and no KV cache under checkpointing); short completions under
-    a long prompt are packed; a learner without checkpointing shares the prompt's KV cache."""
+def test_prompts_run_once_under_bf16_autocast_and_selective_checkpointing() -> None:
+    """Autocast caches its weight casts per region: the prompt pass has its own, so the
+    completions' forward casts as its selective replay does (else torch finds no saved output)."""
+    model, tok = build_tiny_model("tiny", seed=0)
+    samples = _grouped_samples(model, tok)
+    before = _params(model)
+    learner = _learner(model, dtype=torch.bfloat16, gradient_checkpointing=True,
+                       checkpoint_layers=1, checkpoint_mode="selective", mini_batch_size=16,
+                       micro_batch_size=4)  # fmt: skip
+    assert _layouts(learner, samples) == {"prompt once"}
+    metrics = learner.update(samples)
+    assert math.isfinite(metrics["loss/policy"]) and metrics["perf/logprob_mismatch"] < 0.1
+    assert any(not torch.equal(p, before[n]) for n, p in model.named_parameters())
+
+
+def test_checkpointing_packs_only_where_it_costs_less_than_a_row_per_sample(monkeypatch) -> None:
+    """Without prompts run once (an older transformers), dense masked attention over a packed
+    row grows with its square: K long completions under a short prompt run a row each (and no
+    KV cache under checkpointing); short completions under a long prompt are packed; a learner
+    without checkpointing shares the prompt's KV cache."""
+    monkeypatch.setattr(learner_module, "prompt_once_supported", lambda: False)
     model, _ = build_tiny_model("tiny", seed=0)
     prompt = list(range(60))
 

@@ -61,6 +61,37 @@ def test_fewer_checkpointed_layers_hold_more_activations_and_extrapolate():
 
 
 @pytest.mark.slow
+def test_selective_layers_hold_less_than_plain_ones_and_more_than_checkpointed_ones():
+    """``checkpoint_mode selective``: the layers past ``checkpoint_layers`` keep their matmul and
+    attention outputs only, tracked by torch's memory tracker: fewer bytes than plain layers,
+    more than fully checkpointed ones; the extrapolation agrees with a whole track."""
+    kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
+    plain = learner_memory(SMALL, checkpoint_layers=0, **kw).activations
+    everything = learner_memory(SMALL, **kw).activations
+    selective = learner_memory(SMALL, checkpoint_layers=0, checkpoint_mode="selective", **kw)
+    assert everything < selective.activations < plain
+    whole = learner_memory(
+        SMALL, layers=SMALL.layers, checkpoint_layers=2, checkpoint_mode="selective", **kw
+    )
+    fast = learner_memory(SMALL, checkpoint_layers=2, checkpoint_mode="selective", **kw)
+    assert _close(fast.peak, whole.peak), (fast, whole)
+
+
+@pytest.mark.slow
+def test_prompts_run_once_are_tracked_and_extrapolate():
+    """``prompts_once``: the step runs the learner's layout (a prompt pass held while the
+    completions run on it); the extrapolation agrees with a whole track, and the prompts' pass,
+    not run again per completion, changes what is held."""
+    kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
+    for layers, mode in ((2, "full"), (2, "selective")):
+        extra = dict(checkpoint_layers=layers, checkpoint_mode=mode, prompts_once=True)
+        whole = learner_memory(SMALL, layers=SMALL.layers, **kw, **extra)
+        fast = learner_memory(SMALL, **kw, **extra)
+        assert _close(fast.peak, whole.peak), (layers, mode, fast, whole)
+    assert learner_memory(SMALL, prompts_once=True, **kw) != learner_memory(SMALL, **kw)
+
+
+@pytest.mark.slow
 def test_extrapolated_fsdp_peak_matches_a_full_track():
     kw = dict(micro_batch=2, prompt=96, response=64, autocast="bfloat16", checkpointing=True)
     full = learner_memory(SMALL, shards=2, layers=SMALL.layers, **kw)

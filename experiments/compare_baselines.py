@@ -45,7 +45,7 @@ Budgets are the preset's unless ``--steps``, ``--warmstart-steps`` or ``--episod
     python experiments/compare_baselines.py [--envs plan-path-tiny] [--rows ROW ...] [--seed 0 ...]
         [--steps N] [--warmstart-steps N] [--episodes N] [--out-dir runs/compare]
         [--out runs/compare/results.md] [--table-only] [--write-baselines]
-        [--section.field value ...]
+        [--keep-rows-from mas_trainer/baselines.json] [--section.field value ...]
 
 ``--rows`` runs a subset (e.g. the single-agent rows in one process and the team rows in another);
 a row whose result file exists is not run again, and a warm start is reused once
@@ -58,8 +58,11 @@ Wilson interval, wall and CPU seconds, the resolved budget) is written to
 ``<out-dir>/<preset>/seed-<seed>/rows/<row>.json``; the Markdown goes to ``--out``.
 ``--write-baselines`` stores the cross-seed figures, with their provenance (command, commits,
 date, machine), in ``<out-dir>/baselines.json``. Copying that file to ``mas_trainer/baselines.json``
-(a deliberate step, in its own commit) makes ``mas-train`` print the single-agent figure next to a
-run of the same config (docs/reproduce.md).
+(a deliberate step, in its own commit) makes ``mas-train`` print the single agent's and the tool
+alone's figures next to a run of the same config (docs/reproduce.md). ``--keep-rows-from
+mas_trainer/baselines.json`` adds rows measured earlier, whose result files are gone, to the
+cross-seed tables, the paired gains and the written file, each row with its own provenance: a new
+row (say ``tool-grpo``) joins the stored ones without re-running them.
 """
 
 from __future__ import annotations
@@ -415,13 +418,45 @@ def _pooled(rows: list[dict[str, Any]]) -> tuple[float, float]:
     return wilson_interval(wins, n)
 
 
+def _provenance(entry: dict[str, Any]) -> dict[str, Any]:
+    """What made a stored entry's figures: its command, commits, date and machine (if recorded)."""
+    keys = ("command", "commits", "measured_utc", "machine")
+    return {k: entry[k] for k in keys if k in entry}
+
+
+def stored_rows(args: argparse.Namespace, preset: str) -> dict[str, dict[str, Any]]:
+    """The rows of ``preset`` stored in ``--keep-rows-from`` (none without it), each with its
+    provenance (``measured``), provided the file measured the preset's config as resolved here."""
+    from mas_trainer.baselines import lookup
+
+    if args.keep_rows_from is None:
+        return {}
+    path = Path(args.keep_rows_from)
+    if not path.is_file():
+        raise SystemExit(f"--keep-rows-from: no file {path}")
+    entry = lookup(_config(preset, [*args.overrides, "--run.seed", "0"]), path)
+    if entry is None:
+        raise SystemExit(
+            f"--keep-rows-from: {path} holds no figures of {preset} at this config (a changed "
+            "setting means its rows measured something else); drop the option or the override"
+        )
+    return {k: {"measured": _provenance(entry), **row} for k, row in entry["rows"].items()}
+
+
 def cross_seed(args: argparse.Namespace, preset: str) -> dict[str, Any]:
-    """Per row and per gain: per-seed values, mean and 95% intervals (the shipped figures)."""
+    """Per row and per gain: per-seed values, mean and 95% intervals (the shipped figures).
+
+    Rows come from the result files of ``--out-dir``; with ``--keep-rows-from``, a stored row
+    that has no result file here is kept as stored. Gains pair two rows' figures by seed.
+    """
     by_seed = {seed: _results(args, preset, seed) for seed in args.seed}
+    kept = stored_rows(args, preset)
     rows: dict[str, Any] = {}
     for key, row in ROWS.items():
         found = [(s, by_seed[s][key]) for s in args.seed if key in by_seed[s]]
         if not found:
+            if key in kept:
+                rows[key] = kept[key]
             continue
         values = [r["success_final"] for _, r in found]
         mean, low, high = mean_ci(values)
@@ -433,17 +468,25 @@ def cross_seed(args: argparse.Namespace, preset: str) -> dict[str, Any]:
             "ci95_seeds": [low, high],
             "ci95_pooled": list(_pooled([r for _, r in found])),
             "episodes_per_seed": found[0][1]["config"]["eval_episodes"],
+            "commits": sorted({r["commit"] for _, r in found}),
         }
     gains: dict[str, Any] = {}
     for name, (text, a, b) in GAINS.items():
-        pairs = [
-            by_seed[s][a]["success_final"] - by_seed[s][b]["success_final"]
-            for s in args.seed
-            if a in by_seed[s] and b in by_seed[s]
-        ]
-        if pairs:
+        if a not in rows or b not in rows:
+            continue
+        of_a = dict(zip(rows[a]["seeds"], rows[a]["per_seed"], strict=True))
+        of_b = dict(zip(rows[b]["seeds"], rows[b]["per_seed"], strict=True))
+        seeds = [s for s in args.seed if s in of_a and s in of_b]
+        if seeds:
+            pairs = [of_a[s] - of_b[s] for s in seeds]
             mean, low, high = mean_ci(pairs)
-            gains[name] = {"what": text, "per_seed": pairs, "mean": mean, "ci95": [low, high]}
+            gains[name] = {
+                "what": text,
+                "seeds": seeds,
+                "per_seed": pairs,
+                "mean": mean,
+                "ci95": [low, high],
+            }
     return {"rows": rows, "gains": gains}
 
 
@@ -552,27 +595,44 @@ def _seed_table(rows: list[dict[str, Any]], preset: str, seed: int) -> list[str]
 
 def write_baselines(args: argparse.Namespace) -> Path:
     """Store the cross-seed figures of every preset in ``<out-dir>/baselines.json`` (the presets
-    already there are kept); returns its path."""
+    already there are kept); returns its path.
+
+    Each row carries its provenance (``measured``: command, commits, date, machine): this
+    command's for the rows measured in ``--out-dir``, the stored one for rows kept with
+    ``--keep-rows-from``. The entry's own provenance is this write's.
+    """
     import platform
 
     from mas_trainer.baselines import fingerprint
 
     path = Path(args.out_dir) / "baselines.json"
     data = json.loads(path.read_text()) if path.is_file() else {}
+    now = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    this = {
+        "command": "python experiments/compare_baselines.py " + " ".join(sys.argv[1:]),
+        "measured_utc": now,
+        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"{platform.system()} {platform.release()}",
+    }
     for preset in args.envs:
-        per_role = [_results(args, preset, s).get("mas-per-role") for s in args.seed]
-        if not all(per_role):
-            raise SystemExit("--write-baselines needs the mas-per-role row of every seed")
+        figures = cross_seed(args, preset)
+        team = figures["rows"].get("mas-per-role")
+        if team is None or not set(args.seed) <= set(team["seeds"]):
+            raise SystemExit(
+                "--write-baselines needs the mas-per-role row of every seed (result files in "
+                "--out-dir, or stored rows with --keep-rows-from)"
+            )
+        for row in figures["rows"].values():
+            if "measured" not in row:  # measured here
+                row["measured"] = {**this, "commits": row.pop("commits")}
         cfg = _config(preset, [*args.overrides, "--run.seed", "0"])
+        commits = {c for row in figures["rows"].values() for c in row["measured"]["commits"]}
         data[preset] = {
             "config": fingerprint(cfg),
             "seeds": list(args.seed),
-            "commits": sorted({r["commit"] for r in per_role if r}),
-            "measured_utc": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "command": "python experiments/compare_baselines.py " + " ".join(sys.argv[1:]),
-            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-            f"{platform.system()} {platform.release()}",
-            **cross_seed(args, preset),
+            **this,
+            "commits": sorted(commits),
+            **figures,
         }
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
@@ -618,6 +678,14 @@ def main() -> None:
         action="store_true",
         help="store the cross-seed figures in <out-dir>/baselines.json (copy it to "
         "mas_trainer/baselines.json to ship it: docs/reproduce.md)",
+    )
+    parser.add_argument(
+        "--keep-rows-from",
+        default=None,
+        metavar="BASELINES_JSON",
+        help="a baselines file (e.g. mas_trainer/baselines.json): its rows of the preset that "
+        "have no result files in --out-dir join the cross-seed tables, the paired gains and "
+        "--write-baselines, with their own provenance (the file must have measured this config)",
     )
     args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
     if not args.table_only:

@@ -5,10 +5,13 @@
 (``<out-dir>/baselines.json``; the script never writes into the package; docs/reproduce.md).
 Per preset it holds the config it measured (:func:`fingerprint`), the seeds, and the provenance
 (``command``, ``commits``, ``measured_utc``, ``machine``; entries older than that field lack
-``machine``), and for each row of the comparison (single agent, single agent + GRPO, MAS
-prompting, MAS + AT-GRPO, parallel sampling, swapped roles) the success per seed, the mean and its
-95% intervals, and the paired gains. A run's summary can then say how it compares with the single
-agent trained at the same budget, without running the single agent again. :func:`lookup` gives
+``machine``), and for each row of the comparison (single agent, single agent + GRPO, tool
+alone, tool alone + GRPO, MAS prompting, MAS + AT-GRPO, parallel sampling, swapped roles) the
+success per seed, the mean and its 95% intervals, and the paired gains. A row written by a
+later measurement than others carries its own provenance (``measured``: the same fields); the
+entry's fields then describe the last write. A run's summary can then say how it compares with
+the single agent and with the tool alone trained at the same budget, without running them again
+(:func:`describe` names where a figure came from). :func:`lookup` gives
 the figures only when the run's config is the measured one (seed, output folder and other
 bookkeeping aside): a changed setting means those numbers say nothing about the run.
 """
@@ -21,7 +24,7 @@ from typing import Any
 
 from mas_trainer.config import TrainConfig, config_to_dict
 
-__all__ = ["PATH", "fingerprint", "lookup"]
+__all__ = ["CONTROLS", "PATH", "describe", "fingerprint", "lookup"]
 
 PATH = Path(__file__).with_name("baselines.json")
 """The shipped file (a copy of ``experiments/compare_baselines.py --write-baselines``' output)."""
@@ -34,6 +37,24 @@ def fingerprint(cfg: TrainConfig) -> dict[str, Any]:
     data.pop("run", None)
     data.pop("preset", None)
     return json.loads(json.dumps(data))  # tuples -> lists, as read back from the file
+
+
+CONTROLS = {
+    "single-grpo": "single agent + GRPO (no code tool)",
+    "tool-grpo": "tool alone + GRPO (the same code tool, its printed moves made)",
+}
+"""The stored rows a run's team is shown beside (its summary, its success plot), with the words
+``mas-train`` prints for them."""
+
+
+def describe(measured: dict[str, Any]) -> str:
+    """Where stored figures came from, in one line: an entry's or a row's provenance fields
+    (``command``, ``commits``, ``measured_utc``, and ``machine`` when recorded)."""
+    machine = f", {measured['machine']}" if "machine" in measured else ""
+    return (
+        f"{PATH.name}: {measured['command']} (commits {', '.join(measured['commits'])}, "
+        f"{measured['measured_utc']}{machine})"
+    )
 
 
 def _with_defaults(measured: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:

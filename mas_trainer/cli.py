@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from mas_envs.optional import require
+from mas_trainer.baselines import CONTROLS, describe
 from mas_trainer.config import (
     PRESETS,
     ConfigError,
@@ -175,6 +176,37 @@ def _plan_main(cfg: TrainConfig, gpu_gib: str | None) -> int:
     return 0 if result.fits else 1
 
 
+def _control_lines(summary: dict) -> list[str]:
+    """The controls measured at the same budget for this config, each against this run's team."""
+    if "success_final" not in summary:
+        return []
+    if "baselines" not in summary:
+        return [
+            "single agent, tool alone: no measured figures for this config "
+            "(mas_trainer/baselines.json holds the presets' measured configs); measure them with "
+            "experiments/compare_baselines.py"
+        ]
+    lines = []
+    for key, label in CONTROLS.items():
+        row = summary["baselines"]["rows"].get(key)
+        if row is None:
+            lines.append(
+                f"{label}: not measured for this config "
+                f"(experiments/compare_baselines.py --rows {key.removesuffix('-grpo')} {key})"
+            )
+            continue
+        lo, hi = (min(max(x, 0.0), 1.0) for x in row["ci95_seeds"])  # a t-interval of a rate
+        gap = 100 * (summary["success_final"] - row["mean"])
+        source = describe(row["measured"]) if "measured" in row else summary["baselines"]["source"]
+        lines.append(
+            f"{label} at the same budget: {100 * row['mean']:.1f}% (95% CI {100 * lo:.1f}-"
+            f"{100 * hi:.1f}%, mean of seeds {row['seeds']}); this run's team is "
+            f"{abs(gap):.1f} points {'above' if gap >= 0 else 'below'} it\n"
+            f"  (measured, not re-run: {source})"
+        )
+    return lines
+
+
 def _print_summary(summary: dict) -> None:
     def pct(key: str) -> str:
         return f"{100 * summary[key]:.1f}%" if key in summary else "-"
@@ -189,22 +221,8 @@ def _print_summary(summary: dict) -> None:
     if "success_warmstart" in summary and "success_final" in summary:
         gain = 100 * (summary["success_final"] - summary["success_warmstart"])
         print(f"RL's gain over this run's warm start: {gain:+.1f} points")
-    rows = summary.get("baselines", {}).get("rows", {})
-    single = rows.get("single-grpo")
-    if single is not None and "success_final" in summary:
-        lo, hi = single["ci95_seeds"]
-        gain = 100 * (summary["success_final"] - single["mean"])
-        print(
-            f"single agent + GRPO at the same budget: {100 * single['mean']:.1f}% (95% CI "
-            f"{100 * lo:.1f}-{100 * hi:.1f}%, mean of seeds {single['seeds']}); this run's team "
-            f"is {gain:+.1f} points above it\n  (measured, not re-run: "
-            f"{summary['baselines']['source']})"
-        )
-    elif "success_final" in summary:
-        print(
-            "single agent: no measured figure for this config (mas_trainer/baselines.json holds "
-            "the presets' measured configs); measure it with experiments/compare_baselines.py"
-        )
+    for line in _control_lines(summary):
+        print(line)
     print(
         f"wall time: {summary['wall_s']:.0f} s, CPU time: {summary.get('cpu_s', 0.0):.0f} s; "
         f"checkpoint: {summary['checkpoint']}"

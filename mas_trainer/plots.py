@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mas_trainer.baselines import CONTROLS
 from mas_trainer.eval.play import wilson_interval as wilson
 
 __all__ = ["plot_run", "success_figure", "warmstart_loss_figure"]
@@ -80,16 +81,18 @@ def _pct(x: float) -> str:
 
 
 def _baselines(run_dir: Path) -> list[tuple[str, float]]:
-    """(label, mean success) of the stored baseline the run's summary prints (single agent +
-    GRPO at the same budget, ``mas_trainer/baselines.json``), when the config was measured."""
+    """(label, mean success) of the stored baselines the run's summary prints (single agent +
+    GRPO and tool alone + GRPO at the same budget, ``mas_trainer/baselines.json``), when the
+    config was measured."""
     path = run_dir / "summary.json"
     if not path.is_file():
         return []
     rows = json.loads(path.read_text()).get("baselines", {}).get("rows", {})
-    row = rows.get("single-grpo")
-    if row is None:
-        return []
-    return [(f"{row['label']}, mean of {len(row['seeds'])} seeds", float(row["mean"]))]
+    return [
+        (f"{rows[key]['label']}, mean of {len(rows[key]['seeds'])} seeds", float(rows[key]["mean"]))
+        for key in CONTROLS
+        if key in rows
+    ]
 
 
 def _sft_steps(records: Sequence[dict[str, Any]]) -> dict[str, int]:

@@ -493,14 +493,9 @@ def _finish(
     summary["run_dir"] = str(run.out.path)
     summary["eval_episodes"] = len(run.eval_tasks)
     summary["eval_split"] = cfg.eval.split
-    measured = baselines.lookup(cfg)  # the single agent's figures, when this config was measured
+    measured = baselines.lookup(cfg)  # the controls' figures, when this config was measured
     if measured is not None:
-        summary["baselines"] = {
-            "source": f"{baselines.PATH.name}: {measured['command']} "
-            f"(commits {', '.join(measured['commits'])}, {measured['measured_utc']}"
-            + (f", {measured['machine']})" if "machine" in measured else ")"),
-            "rows": measured["rows"],
-        }
+        summary["baselines"] = {"source": baselines.describe(measured), "rows": measured["rows"]}
     run.out.write_json("summary.json", summary)
     plot_run(run.out.path)
     run.out.close()

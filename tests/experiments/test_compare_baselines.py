@@ -12,8 +12,6 @@ from benchmark_scripts import load
 pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.slow  # eleven short trainer runs (~3 min on one CPU thread)
-
 BUDGET = [
     "--warmstart-steps", "3", "--steps", "2", "--episodes", "3",
     "--rollout.tasks_per_step", "2", "--optim.warmstart_episodes", "8",
@@ -37,6 +35,7 @@ def _adam_steps(folder: Path) -> int:
     return min(int(s["step"]) for s in state.values())
 
 
+@pytest.mark.slow  # eleven short trainer runs (~3 min on one CPU thread)
 def test_rows_share_warm_starts_budgets_and_the_per_role_row_is_mas_train(tmp_path, monkeypatch):
     module = load("compare_baselines")
     out = tmp_path / "cmp"
@@ -118,7 +117,9 @@ def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path):
         for key, v in zip(("single-grpo", "mas", "mas-per-role"), values, strict=True):
             row = {"success_final": v, "config": {"eval_episodes": 10}, "commit": "abc"}
             (folder / f"{key}.json").write_text(json.dumps(row))
-    args = module.argparse.Namespace(out_dir=str(out), seed=[0, 1], envs=["plan-path-tiny"])
+    args = module.argparse.Namespace(
+        out_dir=str(out), seed=[0, 1], envs=["plan-path-tiny"], keep_rows_from=None
+    )
     data = module.cross_seed(args, "plan-path-tiny")
     assert data["rows"]["mas-per-role"]["mean"] == pytest.approx(0.8)
     # The t-interval of two seeds: mean +- 12.706 * sd / sqrt(2).
@@ -148,3 +149,70 @@ def test_cross_seed_figures_and_the_shipped_baselines_file(tmp_path):
     assert found is not None and found["rows"]["single-grpo"]["mean"] == pytest.approx(0.3)
     changed = build_config("plan-path-tiny", overrides=["--optim.steps", "5"])
     assert baselines.lookup(changed, path) is None  # another config: no figure
+
+
+def _stored(path: Path, rows: dict[str, list[float]]) -> None:
+    """A baselines file measured at the default preset's config, with rows of two seeds."""
+    from mas_trainer.baselines import fingerprint
+    from mas_trainer.config import build_config
+
+    entry = {
+        "config": fingerprint(build_config("plan-path-tiny")),
+        "command": "python experiments/compare_baselines.py --seed 0 1",
+        "commits": ["old"],
+        "measured_utc": "2026-12-02 16:25 UTC",
+        "rows": {
+            key: {
+                "label": key,
+                "seeds": [0, 1],
+                "per_seed": v,
+                "mean": sum(v) / 2,
+                "ci95_seeds": [min(v), max(v)],
+                "ci95_pooled": [min(v), max(v)],
+                "episodes_per_seed": 10,
+            }
+            for key, v in rows.items()
+        },
+    }
+    path.write_text(json.dumps({"plan-path-tiny": entry}))
+
+
+def test_new_rows_join_the_stored_ones_and_pair_with_them_by_seed(tmp_path):
+    module = load("compare_baselines")
+    out = tmp_path / "cmp"
+    for seed, v in ((0, 1.0), (1, 0.9)):  # only the tool alone + GRPO was run here
+        folder = out / "plan-path-tiny" / f"seed-{seed}" / "rows"
+        folder.mkdir(parents=True)
+        row = {"success_final": v, "config": {"eval_episodes": 10}, "commit": "new"}
+        (folder / "tool-grpo.json").write_text(json.dumps(row))
+    stored = tmp_path / "baselines.json"
+    _stored(stored, {"mas": [0.2, 0.4], "mas-per-role": [0.9, 0.8], "single-grpo": [0.5, 0.6]})
+    args = module.argparse.Namespace(
+        out_dir=str(out), seed=[0, 1], envs=["plan-path-tiny"], overrides=[], keep_rows_from=None
+    )
+    assert list(module.cross_seed(args, "plan-path-tiny")["rows"]) == ["tool-grpo"]
+
+    args.keep_rows_from = str(stored)
+    data = module.cross_seed(args, "plan-path-tiny")
+    assert list(data["rows"]) == ["single-grpo", "tool-grpo", "mas", "mas-per-role"]
+    assert data["gains"]["team-tool"]["per_seed"] == pytest.approx([-0.1, -0.1])
+    assert data["gains"]["team"]["per_seed"] == pytest.approx([0.4, 0.2])
+    assert data["gains"]["rl"]["mean"] == pytest.approx(0.55)
+    assert "| tool alone (code) + GRPO | 100.0% | 90.0% | 95.0% |" in "\n".join(
+        module._summary_table(args, "plan-path-tiny")
+    )
+
+    path = module.write_baselines(args)
+    entry = json.loads(path.read_text())["plan-path-tiny"]
+    assert set(entry["rows"]) == {"single-grpo", "tool-grpo", "mas", "mas-per-role"}
+    assert entry["rows"]["mas-per-role"]["per_seed"] == [0.9, 0.8]  # kept as stored
+    old, new = entry["rows"]["single-grpo"]["measured"], entry["rows"]["tool-grpo"]["measured"]
+    assert old["commits"] == ["old"] and old["measured_utc"] == "2026-12-02 16:25 UTC"
+    assert new["commits"] == ["new"] and new["machine"] and old["command"] != new["command"]
+    assert entry["commits"] == ["new", "old"]
+    assert entry["gains"]["team-tool"]["mean"] == pytest.approx(-0.1)
+
+    # Rows measured at another config are not mixed in.
+    other = module.argparse.Namespace(**{**vars(args), "overrides": ["--optim.steps", "5"]})
+    with pytest.raises(SystemExit, match="no figures of plan-path-tiny at this config"):
+        module.cross_seed(other, "plan-path-tiny")

@@ -184,3 +184,38 @@ def test_eval_a_tiny_model_greedy(tmp_path):
     result = json.loads(out.read_text())
     assert result["greedy"] and result["policy_of"] == {"tool": "shared", "planner": "shared"}
     assert result["success"] == 0.0  # an untrained model writes bytes that never parse
+
+
+def test_the_summary_prints_the_tool_alone_beside_the_single_agent(capsys):
+    from mas_trainer.cli import _print_summary
+
+    def row(mean: float, **extra: object) -> dict:
+        return {"mean": mean, "ci95_seeds": [mean - 0.03, mean + 0.03], "seeds": [0, 1], **extra}
+
+    measured = {"command": "python x.py", "commits": ["abc"], "measured_utc": "2026-12-06 UTC"}
+    summary = {
+        "run_dir": "runs/r",
+        "checkpoint": "runs/r/checkpoints/final",
+        "wall_s": 1.0,
+        "success_warmstart": 0.3,
+        "success_final": 0.9,
+        "baselines": {
+            "source": "baselines.json: python old.py (commits old, 2026-12-02 UTC)",
+            "rows": {"single-grpo": row(0.665), "tool-grpo": row(0.98, measured=measured)},
+        },
+    }
+    _print_summary(summary)
+    out = capsys.readouterr().out
+    assert "single agent + GRPO (no code tool) at the same budget: 66.5% (95% CI 63.5-69.5%" in out
+    assert "this run's team is 23.5 points above it\n  (measured, not re-run: " in out
+    assert "baselines.json: python old.py (commits old, 2026-12-02 UTC)" in out
+    tool = "tool alone + GRPO (the same code tool, its printed moves made) at the same budget: "
+    # the t-interval of a rate is clipped to 100%, as in the results tables
+    assert tool + "98.0% (95% CI 95.0-100.0%, mean of seeds [0, 1]); this run's team is 8.0 " in out
+    assert "points below it\n  (measured, not re-run: baselines.json: python x.py (commits" in out
+
+    del summary["baselines"]["rows"]["tool-grpo"]  # a config measured before the tool rows
+    _print_summary(summary)
+    out = capsys.readouterr().out
+    assert "tool alone + GRPO (the same code tool, its printed moves made): not measured" in out
+    assert "--rows tool tool-grpo" in out

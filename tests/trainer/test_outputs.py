@@ -78,16 +78,16 @@ def test_success_figure_draws_the_stored_baselines_the_summary_printed(tmp_path)
     run = _run(tmp_path)
     rows = {
         "single-grpo": {"label": "single agent + GRPO", "mean": 0.665, "seeds": [0, 1, 2]},
+        "tool-grpo": {"label": "tool alone (code) + GRPO", "mean": 0.98, "seeds": [0, 1]},
         "mas": {"label": "MAS prompting", "mean": 0.321, "seeds": [0]},  # not printed: no line
     }
     (run / "summary.json").write_text(json.dumps({"baselines": {"rows": rows}}))
     (ax, _) = success_figure(run).axes
-    assert [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"] == [
-        0.665
-    ]
-    assert "single agent + GRPO, mean of 3 seeds (stored): 66.5%" in [
-        t.get_text() for t in ax.texts
-    ]
+    dotted = [line.get_ydata()[0] for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert dotted == [0.665, 0.98]
+    texts = [t.get_text() for t in ax.texts]
+    assert "single agent + GRPO, mean of 3 seeds (stored): 66.5%" in texts
+    assert "tool alone (code) + GRPO, mean of 2 seeds (stored): 98.0%" in texts
 
 
 def test_turns_run_from_zero_to_the_turn_limit_and_format_errors_have_a_figure(tmp_path):

@@ -261,7 +261,8 @@ def paper_shape(args: Any) -> None:
                ("selective: all", "selective"): 0}  # fmt: skip
     for mode in ("full", "selective"):
         for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
-            over = ["--model.checkpoint_layers", "auto", "--model.checkpoint_mode", mode]
+            over = ["--model.checkpoint_layers", "auto", "--model.checkpoint_mode", mode,
+                    "--optim.micro_batch_size", "4"]  # fmt: skip
             layers = plan_run(build_config(preset, overrides=over)).checkpoint_layers
             label = f"{'selective, ' if mode == 'selective' else ''}auto, {preset}"
             choices[(label, mode)] = shape.layers if layers is None else layers
@@ -281,6 +282,27 @@ def paper_shape(args: Any) -> None:
         print(
             f"   {ckpt:2d} of {shape.layers} full, {name:45s} PPO {train:.3f}  scoring "
             f"{score:.3f}  total {own}  re-scored {rescored}",
+            flush=True,
+        )
+    print(
+        "   the 1.7B presets as they ship (their micro-batch, checkpointing and "
+        "algo.measure_change: the share of samples re-scored after the update)"
+    )
+    shipped: dict[int, dict[tuple[int, int, str], dict[str, float]]] = {}
+    for preset in ("plan-path-qwen3-1.7b", "plan-path-qwen3-1.7b-shared"):
+        cfg = build_config(preset)
+        layers = plan_run(cfg).checkpoint_layers
+        ckpt = shape.layers if layers is None else layers
+        micro, mode, share = (
+            cfg.optim.micro_batch_size, cfg.model.checkpoint_mode, cfg.algo.measure_change
+        )  # fmt: skip
+        f = extrapolated_flops(shape, batch, micro, ckpt, mode, shipped.setdefault(micro, {}))
+        train, score = f["train"] / f["floor"], f["score"] / f["floor"]
+        total = "  ".join(f"n={n}: {train + (1 - 1 / n + share) * score:.2f}" for n in (1, 8))
+        print(
+            f"   {ckpt:2d} of {shape.layers} full, the rest {mode}, micro-batch {micro}, "
+            f"re-scored {share:g}: {preset:28s} PPO {train:.3f}  scoring {score:.3f}  "
+            f"total {total}",
             flush=True,
         )
 

@@ -251,6 +251,12 @@ class AlgoConfig:
     drop_low_std: float = 0.0
     """Share of each step's groups with the lowest reward std left out of the update (ranked like
     ``drop_low_mean``; metric ``algo/groups_dropped_low_std``)."""
+    measure_change: float = 1.0
+    """Share of an update's samples scored again after it (every ``1 / share``-th; 0: none), for
+    ``algo/approx_kl`` and ``algo/clip_frac``: how far the whole update moved the policy. A
+    diagnostic only: the update does not use it, and each sample re-scored costs one more no-grad
+    forward pass over it (about 0.3x one forward + backward at 1.0; the paper presets re-score
+    one in 8)."""
     lora_r: int = 16
     """LoRA rank for ``per_role_lora``."""
     lora_alpha: int = 32
@@ -271,6 +277,10 @@ class AlgoConfig:
             _check(
                 0 <= share < 1, f"algo.{name} must be in [0, 1) (a share of groups), got {share}"
             )
+        _check(
+            0 <= self.measure_change <= 1,
+            f"algo.measure_change must be in [0, 1] (a share), got {self.measure_change}",
+        )
         _check(self.lora_r >= 1 and self.lora_alpha >= 1, "algo.lora_r and lora_alpha must be >= 1")
 
 

@@ -404,6 +404,7 @@ def learner_kwargs(
         "gradient_checkpointing": cfg.model.gradient_checkpointing,
         "checkpoint_layers": checkpoint_layers(cfg) if cfg.model.gradient_checkpointing else None,
         "checkpoint_mode": cfg.model.checkpoint_mode,
+        "measure_change": cfg.algo.measure_change,
         "seed": cfg.run.seed,
     }
 

@@ -77,6 +77,7 @@ def test_overrides_are_typed(override, section, name, value):
         (["--rollout.k", "0"], "rollout.k must be >= 1"),
         (["--rollout.mode", "beam"], "must be one of"),
         (["--model.checkpoint_mode", "some"], "model.checkpoint_mode must be one of"),
+        (["--algo.measure_change", "2"], r"algo.measure_change must be in \[0, 1\]"),
         (["--run.progress", "maybe"], "true or false"),
         (["--env.options", "[1]"], "JSON object"),
         (["--rollout.k"], "needs a value"),
@@ -138,3 +139,17 @@ def test_group_filter_shares_are_validated_and_documented():
             build_config(overrides=["--algo.drop_low_mean", bad])
     assert "0.3" in field_docs(AlgoConfig)["drop_low_mean"]
     assert "--algo.drop_low_std FLOAT" in help_text()
+
+
+def test_measure_change_reaches_the_learner():
+    """The post-update re-score is a diagnostic the learner pays a no-grad pass for: the paper
+    presets re-score one sample in 8, and the share set in the config is the learner's."""
+    from mas_trainer.policy import learner_kwargs
+
+    class Tok:
+        pad_token_id = 0
+
+    paper = build_config("plan-path-qwen3-1.7b")
+    assert learner_kwargs(paper, "planner", Tok(), None)["measure_change"] == 0.125
+    tiny = build_config("plan-path-tiny", overrides=["--algo.measure_change", "0"])
+    assert learner_kwargs(tiny, "planner", Tok(), None)["measure_change"] == 0.0

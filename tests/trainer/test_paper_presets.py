@@ -189,9 +189,12 @@ def _bf16_changed(a: torch.Tensor, b: torch.Tensor) -> int:
 
 # The fields in which a shrunk 8B preset may differ from its 1.7B twin: the micro-batch size (run
 # by the 8B presets of the quick suite), the GPU layout, which a local CPU run does not read, and
-# the engine's batch cap (128 or 256 prompts; a shrunk step generates for a few).
+# the engine's batch cap (128 or 256 prompts; a shrunk step generates for a few), and which layers
+# recompute what under gradient checkpointing (memory and FLOPs, not the numbers: the learner's
+# tests check every checkpointing layout against the plain one).
 LAYOUT = {
-    "run.ray_gpus_per_policy", "run.ray_learners", "model.engine_tp", "model.engine_batch_size"
+    "run.ray_gpus_per_policy", "run.ray_learners", "model.engine_tp", "model.engine_batch_size",
+    "model.checkpoint_layers", "model.checkpoint_mode",
 }  # fmt: skip
 RUN = [n for n in PAPER if n in QUICK or "-qwen3-8b" not in n]
 

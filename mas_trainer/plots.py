@@ -155,10 +155,10 @@ def success_figure(run_dir: str | Path, name: str | None = None) -> Any:
         ax.axhline(mean, color=color, linestyle=":", linewidth=1.2)
         ax.annotate(
             f"{label} (stored): {_pct(mean)}",
-            (end, mean),
+            (0, mean),  # from the RL phase's start: the held-out dots' labels sit at its end
             textcoords="offset points",
-            xytext=(-4, 3),
-            ha="right",
+            xytext=(4, 2),
+            ha="left",
             fontsize=7,
             color=color,
         )

@@ -170,11 +170,15 @@ def test_every_paper_preset_fits_the_gpus_it_declares(name):
 def test_per_role_1_7b_fits_an_80gb_card_with_micro_batches_of_4():
     """The learner's log-probs over vocabulary chunks: two 1.7B learners and micro-batches of 4 x
     4096 completion tokens fit one H100 (the whole fp32 logits would be 10 GB, 37 GiB at the peak
-    of the first plan), and the logits line stays a chunk's worth."""
-    cfg = build_config("plan-path-qwen3-1.7b", overrides=["--optim.micro_batch_size", "4"])
+    of the first plan), and the logits line stays a chunk's worth. Every layer recomputed whole:
+    the preset itself runs micro-batches of 2, every layer checkpointed selectively."""
+    over = ["--optim.micro_batch_size", "4", "--model.checkpoint_layers", "all",
+            "--model.checkpoint_mode", "full"]  # fmt: skip
+    cfg = build_config("plan-path-qwen3-1.7b", overrides=over)
     plan = plan_run(cfg)
     assert plan.fits, plan.render()
-    assert sum(plan.gpus[0].update.values()) < 60 * GIB, plan.render()
+    # 74.5 GiB: each block's prompt pass is held while its completions run (prompts run once).
+    assert sum(plan.gpus[0].update.values()) < 77 * GIB, plan.render()
     logits = next(v for k, v in plan.gpus[0].update.items() if k.startswith("logits"))
     assert logits < 4 * 4096 * 151936 * 4 / 2, plan.render()  # under half the full fp32 logits
 

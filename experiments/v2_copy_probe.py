@@ -31,6 +31,7 @@ import argparse
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 _GRID_IN_PROMPT = re.compile(r"Grid \(.*?\):\n(.*?)\nAgent at", re.S)
@@ -61,15 +62,17 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
     return n
 
 
-def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
-    """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
-    of their first-turn programs, the levels solved, those of them whose first program wrote a
-    grid, and how many distinct first programs there were (and the commonest's count)."""
+def play_first_levels(
+    policy: str, mode: str, episodes: int, split: str, env_options: dict[str, Any]
+) -> tuple[Callable[[], Any], list[Any], list[Any]]:
+    """Play ``policy`` (each role by the policy that trained it) greedily on the first
+    ``episodes`` levels of ``split`` of ``mas/PlanPathCode-v2`` in ``mode``: the env factory,
+    the levels and their episodes, in order."""
     from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
     from mas_trainer.rollout import env_factory
 
-    make_env = env_factory("mas/PlanPathCode-v2", mode="tool", split=split, **env_options)
+    make_env = env_factory("mas/PlanPathCode-v2", mode=mode, split=split, **env_options)
     env = make_env()
     setup = resolve_policy(
         policy,
@@ -78,7 +81,38 @@ def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
         system_message=False,
         hash_weights=False,
     )
-    played = play(make_env, list(env.task_ids(split)[:episodes]), setup.act)
+    tasks = list(env.task_ids(split)[:episodes])
+    return make_env, tasks, play(make_env, tasks, setup.act)
+
+
+def parse_args(doc: str, policy_help: str, episodes: int) -> argparse.Namespace:
+    """The command line of a v2 probe (a policy, the levels, the env's options, torch's
+    threads), with torch's threads set."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("policy", help=policy_help)
+    parser.add_argument(
+        "--episodes", type=int, default=episodes, help="levels of the split to play"
+    )
+    parser.add_argument("--split", default="validation", help="split to play")
+    parser.add_argument(
+        "--env-options",
+        default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',
+        help="env constructor arguments as JSON",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    args = parser.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    args.env_options = json.loads(args.env_options)
+    return args
+
+
+def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
+    """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
+    of their first-turn programs, the levels solved, those of them whose first program wrote a
+    grid, and how many distinct first programs there were (and the commonest's count)."""
+    played = play_first_levels(policy, "tool", episodes, split, env_options)[2]
     total: Counter[str] = Counter()
     firsts = Counter(ep.transcript[0]["action"] for ep in played)
     total["distinct programs"] = len(firsts)
@@ -93,21 +127,8 @@ def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("policy", help="a mas-train run folder, a policy folder, or oracle")
-    parser.add_argument("--episodes", type=int, default=50, help="levels of the split to play")
-    parser.add_argument("--split", default="validation", help="split to play")
-    parser.add_argument(
-        "--env-options",
-        default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',
-        help="env constructor arguments as JSON",
-    )
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    n = probe(args.policy, args.episodes, args.split, json.loads(args.env_options))
+    args = parse_args(__doc__, "a mas-train run folder, a policy folder, or oracle", episodes=50)
+    n = probe(args.policy, args.episodes, args.split, args.env_options)
     share = {k: f"{n[k + ' ok']}/{n[k]}" for k in ("cells", "walls", "A", "G")}
     print(
         f"{args.policy}: solved {n['solved']}/{n['programs']}; cells {share['cells']}, walls "

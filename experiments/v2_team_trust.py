@@ -22,11 +22,11 @@ tool".
 
 from __future__ import annotations
 
-import argparse
-import json
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+from v2_copy_probe import parse_args, play_first_levels  # a script beside this one
 
 KINDS = ("right", "wrong", "none")
 
@@ -46,19 +46,9 @@ def report_kind(make_env: Callable[[], Any], task_id: Any, program: str, report:
 def trust(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[Any]:
     """Play the team on the first ``episodes`` ``split`` levels; per report kind, the levels,
     the team's wins and the planner's exact copies of the report in its first answer."""
-    from mas_trainer.eval.actors import resolve_policy
-    from mas_trainer.eval.play import play
-    from mas_trainer.rollout import env_factory
-
-    make_env = env_factory("mas/PlanPathCode-v2", mode="mas", split=split, **env_options)
-    env = make_env()
-    setup = resolve_policy(
-        policy, list(env.possible_agents), max_new_tokens=96, system_message=False,
-        hash_weights=False,
-    )  # fmt: skip
-    tasks = list(env.task_ids(split)[:episodes])
+    make_env, tasks, played = play_first_levels(policy, "mas", episodes, split, env_options)
     n: Counter[Any] = Counter()
-    for task_id, ep in zip(tasks, play(make_env, tasks, setup.act), strict=True):
+    for task_id, ep in zip(tasks, played, strict=True):
         tool, planner = ep.transcript[0], ep.transcript[1]
         report = planner["prompt"].rstrip().rsplit("\n", 1)[-1].strip()
         kind = report_kind(make_env, task_id, tool["action"], report)
@@ -69,21 +59,8 @@ def trust(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("policy", help="a mas-train run folder or one of its checkpoints")
-    parser.add_argument("--episodes", type=int, default=100, help="levels of the split to play")
-    parser.add_argument("--split", default="validation", help="split to play")
-    parser.add_argument(
-        "--env-options",
-        default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',
-        help="env constructor arguments as JSON",
-    )
-    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
-    args = parser.parse_args()
-    import torch
-
-    torch.set_num_threads(args.threads)
-    n = trust(args.policy, args.episodes, args.split, json.loads(args.env_options))
+    args = parse_args(__doc__, "a mas-train run folder or one of its checkpoints", episodes=100)
+    n = trust(args.policy, args.episodes, args.split, args.env_options)
     wins = sum(n[k, "won"] for k in KINDS)
     kinds = "; ".join(
         f"report {k} {n[k]} (team won {n[k, 'won']}, planner copied {n[k, 'copied']})"

@@ -3,23 +3,17 @@ FLOPs against one forward + backward, padding at the paper batch shape."""
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from benchmark_scripts import BENCHMARKS, load  # noqa: E402
+from benchmark_scripts import load  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(BENCHMARKS))  # the script imports its sibling bench_learner
-    try:
-        yield load("bench_learner_efficiency")
-    finally:
-        sys.path.remove(str(BENCHMARKS))
+    return load("bench_learner_efficiency")  # it imports its sibling bench_learner
 
 
 def test_learner_flops_per_token_stay_within_1_2x_of_one_forward_and_backward(bench):

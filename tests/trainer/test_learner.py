@@ -52,6 +52,35 @@ def _params(model) -> dict[str, torch.Tensor]:
     return {n: p.detach().clone() for n, p in model.named_parameters()}
 
 
+def _assert_same_sgd_step(learners, models, samples) -> list[dict[str, float]]:
+    """One update of each learner on ``samples`` with plain SGD at rate 1, so the step equals the
+    gradient (Adam would hide scale errors): the two models end equal, and the step moved them.
+    Returns each update's metrics."""
+    before = _params(models[0])
+    metrics = []
+    for learner in learners:
+        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
+        metrics.append(learner.update(samples))
+    for (n, p), q in zip(models[0].named_parameters(), models[1].parameters(), strict=True):
+        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
+    assert max((p - before[n]).abs().max().item() for n, p in models[0].named_parameters()) > 1e-3
+    return metrics
+
+
+def _twins_and_samples(attention: str):
+    """Two tiny models with the same weights and ``attention``, and samples with groups of 4, a
+    group of one and a one-token completion."""
+    model_a, tok = build_tiny_model("tiny", seed=0)
+    model_b, _ = build_tiny_model("tiny", seed=0)
+    for m in (model_a, model_b):
+        m.set_attn_implementation(attention)
+    samples = _grouped_samples(model_a, tok)
+    samples += [TrainSample(samples[0].prompt_ids, [258], [0.0], 0.0, 1.0)]  # one token
+    samples += [TrainSample(chat_prompt_ids(tok, [{"role": "user", "content": "alone"}]),
+                            samples[5].completion_ids, samples[5].logprobs, 0.0, -1.0)]  # fmt: skip
+    return model_a, model_b, samples
+
+
 def test_update_changes_parameters_and_moves_logprobs_with_advantage() -> None:
     model, tok = build_tiny_model("tiny", seed=0)
     samples = _samples(model, tok)
@@ -109,16 +138,7 @@ def test_micro_batches_give_the_same_step_as_one_pass() -> None:
         _learner(model_a, mini_batch_size=12, grad_clip=0.0),
         _learner(model_b, mini_batch_size=12, micro_batch_size=5, grad_clip=0.0),
     ]
-    before = _params(model_a)
-    for learner in learners:
-        # Plain SGD with lr 1 makes the step equal the gradient (Adam would hide scale errors).
-        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
-        learner.update(samples)
-    moved = 0.0
-    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
-        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
-        moved = max(moved, (p - before[n]).abs().max().item())
-    assert moved > 1e-3
+    _assert_same_sgd_step(learners, (model_a, model_b), samples)
 
 
 def test_sft_trains_completion_tokens_only_and_lowers_loss() -> None:
@@ -479,15 +499,11 @@ def test_shared_prompts_give_the_same_update() -> None:
     model_a, tok = build_tiny_model("tiny", seed=0)
     model_b, _ = build_tiny_model("tiny", seed=0)
     samples = _grouped_samples(model_a, tok)
-    before = _params(model_a)
-    metrics = []
-    for model, share in ((model_a, True), (model_b, False)):
-        learner = _learner(model, share_prompts=share, mini_batch_size=8, grad_clip=0.0)
-        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
-        metrics.append(learner.update(samples))
-    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
-        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
-    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
+    learners = [
+        _learner(model, share_prompts=share, mini_batch_size=8, grad_clip=0.0)
+        for model, share in ((model_a, True), (model_b, False))
+    ]
+    metrics = _assert_same_sgd_step(learners, (model_a, model_b), samples)
     assert metrics[0]["loss/policy"] == pytest.approx(metrics[1]["loss/policy"], abs=1e-6)
 
 
@@ -517,15 +533,7 @@ def test_prompts_run_once_under_checkpointing_give_the_same_logprobs_and_update(
     values, batched by length (under gradient checkpointing too: the replay reads the same
     cache): the same log-probs and the same SGD step as a row per sample, with groups of 4, a
     group of one, a one-token completion and blocks that split micro-batches across groups."""
-    model_a, tok = build_tiny_model("tiny", seed=0)
-    model_b, _ = build_tiny_model("tiny", seed=0)
-    for m in (model_a, model_b):
-        m.set_attn_implementation(attention)
-    samples = _grouped_samples(model_a, tok)
-    samples += [TrainSample(samples[0].prompt_ids, [258], [0.0], 0.0, 1.0)]  # one token
-    samples += [TrainSample(chat_prompt_ids(tok, [{"role": "user", "content": "alone"}]),
-                            samples[5].completion_ids, samples[5].logprobs, 0.0, -1.0)]  # fmt: skip
-    before = _params(model_a)
+    model_a, model_b, samples = _twins_and_samples(attention)
     kw = dict(micro_batch_size=3, grad_clip=0.0, mini_batch_size=len(samples))
     once = _learner(model_a, gradient_checkpointing=True, checkpoint_layers=layers,
                     checkpoint_mode=mode, **kw)  # fmt: skip
@@ -546,12 +554,7 @@ def test_prompts_run_once_under_checkpointing_give_the_same_logprobs_and_update(
     torch.testing.assert_close(logps[0][0], logps[1][0], atol=1e-5, rtol=0)
     for n, g in logps[0][1].items():
         torch.testing.assert_close(g, logps[1][1][n], atol=1e-5, rtol=1e-4, msg=n)
-    for learner in (once, plain):
-        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
-        learner.update(samples)
-    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
-        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
-    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
+    _assert_same_sgd_step((once, plain), (model_a, model_b), samples)
 
 
 @pytest.mark.filterwarnings("ignore:Detected call of")
@@ -564,15 +567,7 @@ def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(
     mask): the same log-probs and the same SGD step as a row per sample, with groups of 4, a
     group of one, one-token completions and micro-batches that split groups."""
     monkeypatch.setattr(learner_module, "prompt_once_supported", lambda: False)
-    model_a, tok = build_tiny_model("tiny", seed=0)
-    model_b, _ = build_tiny_model("tiny", seed=0)
-    for m in (model_a, model_b):
-        m.set_attn_implementation(attention)
-    samples = _grouped_samples(model_a, tok)
-    samples += [TrainSample(samples[0].prompt_ids, [258], [0.0], 0.0, 1.0)]  # one token
-    samples += [TrainSample(chat_prompt_ids(tok, [{"role": "user", "content": "alone"}]),
-                            samples[5].completion_ids, samples[5].logprobs, 0.0, -1.0)]  # fmt: skip
-    before = _params(model_a)
+    model_a, model_b, samples = _twins_and_samples(attention)
     packed = _learner(model_a, gradient_checkpointing=True, micro_batch_size=5, grad_clip=0.0)
     plain = _learner(model_b, share_prompts=False, micro_batch_size=5, grad_clip=0.0)
     assert _layouts(packed, samples) == {"packed"}
@@ -586,11 +581,7 @@ def test_packed_prompts_under_checkpointing_give_the_same_logprobs_and_update(
     torch.testing.assert_close(logps[0], logps[1], atol=1e-5, rtol=0)
     for learner in (packed, plain):
         learner.mini_batch_size = len(samples)
-        learner.optimizer = torch.optim.SGD(list(learner._params.values()), lr=1.0)
-        learner.update(samples)
-    for (n, p), q in zip(model_a.named_parameters(), model_b.parameters(), strict=True):
-        assert torch.allclose(p, q, atol=1e-6, rtol=1e-4), n
-    assert max((p - before[n]).abs().max().item() for n, p in model_a.named_parameters()) > 1e-3
+    _assert_same_sgd_step((packed, plain), (model_a, model_b), samples)
 
 
 def test_prompts_run_once_under_bf16_autocast_and_selective_checkpointing() -> None:

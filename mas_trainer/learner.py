@@ -1049,12 +1049,7 @@ class Learner:
         rows = [samples[i] for i in index]
         distinct: dict[tuple[int, ...], int] = {}
         source = [distinct.setdefault(tuple(s.prompt_ids), len(distinct)) for s in rows]
-        width = max(len(p) for p in distinct)
-        ids = torch.full((len(distinct), width), self.pad_token_id, dtype=torch.long)
-        pmask = torch.zeros((len(distinct), width), dtype=torch.long)
-        for r, p in enumerate(distinct):
-            ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            pmask[r, width - len(p) :] = 1
+        ids, pmask = left_padded(list(distinct), self.pad_token_id)
         targets, mask = self._targets(samples, index)
         d = self.device
         prefix = _Prefix(ids.to(d), pmask.to(d), torch.tensor(source, device=d))
@@ -1265,18 +1260,27 @@ class Learner:
         return torch.autocast(self.device.type, dtype=self.dtype)
 
 
-def run_prompts(base: Any, states: PromptStates, pad_token_id: int) -> None:
-    """Fill ``states``: one decoder pass over its prompts (left-padded), each layer's keys and
-    values kept per prompt (cut from the graph into leaves when it has grad)."""
-    prompts = states.prompts
-    device = base.get_input_embeddings().weight.device
+def left_padded(
+    prompts: Sequence[Sequence[int]], pad_token_id: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(u, P)`` token ids of ``prompts`` left-padded to the longest, and the mask of the real
+    ones (a prompt's last token in the last column, where its completion continues)."""
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), pad_token_id, dtype=torch.long)
     mask = torch.zeros((len(prompts), width), dtype=torch.long)
     for r, p in enumerate(prompts):
         ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
         mask[r, width - len(p) :] = 1
-    ids, mask = ids.to(device), mask.to(device)
+    return ids, mask
+
+
+def run_prompts(base: Any, states: PromptStates, pad_token_id: int) -> None:
+    """Fill ``states``: one decoder pass over its prompts (left-padded), each layer's keys and
+    values kept per prompt (cut from the graph into leaves when it has grad)."""
+    prompts = states.prompts
+    device = base.get_input_embeddings().weight.device
+    ids, mask = (t.to(device) for t in left_padded(prompts, pad_token_id))
+    width = ids.shape[1]
     cache = _replayable_cache()(config=base.config)
     last = base.get_decoder()(
         input_ids=ids,

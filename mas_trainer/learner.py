@@ -983,6 +983,11 @@ class Learner:
         if not self.share_prompts:
             yield from (self._collate(samples, c) for c in by_length)
             return
+        if len({tuple(samples[i].prompt_ids) for i in index}) < len(index) and (
+            prompt_once_supported()
+        ):
+            yield from self._prompt_blocks(samples, index)
+            return
         by_prompt = self._chunks(
             sorted(
                 index,
@@ -993,11 +998,6 @@ class Learner:
                 ),
             )
         )
-        if len({tuple(samples[i].prompt_ids) for i in index}) < len(index) and (
-            prompt_once_supported()
-        ):
-            yield from self._prompt_blocks(samples, index)
-            return
         share = self._collate_shared
         if self.gradient_checkpointing and torch.is_grad_enabled():
             cost = self._pack_cost
@@ -1203,12 +1203,8 @@ class Learner:
         ent_sum, n_tok = 0.0, 0
         was_training = model.training
         model.eval()
-        index = list(range(len(samples)))
-        repeated = len({tuple(s.prompt_ids) for s in samples}) < len(samples)
         with ctx:
-            once = self.share_prompts and repeated and prompt_once_supported()
-            batches = self._prompt_blocks if once else self._micro_batches
-            for batch in batches(samples, index):
+            for batch in self._micro_batches(samples, list(range(len(samples)))):
                 lp, ent = self._token_logprobs(
                     model, batch, self.temperature, self.top_p, with_entropy
                 )

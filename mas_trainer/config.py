@@ -332,6 +332,13 @@ class OptimConfig:
     well-formed answers (``env.random_action``), e.g. ``'{"tool": 0.2}'``. Roles not named get
     the oracle's answer every time. Below 1 the warm start teaches the role's answer format without
     teaching it what solves the task. (The oracle's answer is what is played either way.)"""
+    warmstart_near_miss: dict[str, float] = field(default_factory=dict)
+    """Per role, the share of that role's warm-start steps that *play* a near miss (the env's
+    ``near_miss_action``: on Plan-Path the oracle's answer on the level with some walls misread as
+    free) instead of the oracle's answer, e.g. ``'{"tool": 0.5}'``; its target stays the
+    oracle's. The roles after it then see wrong reports like a learning tool's, with the level's
+    answer as their target: a planner learns to check a report instead of copying it. Empty (the
+    default): the oracle's answer is played, and a random one on 30% of the steps."""
 
     def lr_of(self, policy: str) -> float:
         """The RL learning rate of ``policy``: its ``lr_by_policy`` entry, else ``lr``."""
@@ -373,11 +380,12 @@ class OptimConfig:
         )
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
-        for role, share in self.warmstart_oracle_share.items():
-            _check(
-                isinstance(share, int | float) and 0 <= share <= 1,
-                f"optim.warmstart_oracle_share[{role!r}] must be a number in [0, 1], got {share!r}",
-            )
+        for name in ("warmstart_oracle_share", "warmstart_near_miss"):
+            for role, share in getattr(self, name).items():
+                _check(
+                    isinstance(share, int | float) and 0 <= share <= 1,
+                    f"optim.{name}[{role!r}] must be a number in [0, 1], got {share!r}",
+                )
 
 
 @dataclass(frozen=True)

@@ -297,6 +297,7 @@ def _warm_start(run: _Run, state: TrainState) -> None:
         system_message=cfg.rollout.system_message,
         enable_thinking=cfg.rollout.enable_thinking,
         oracle_share=cfg.optim.warmstart_oracle_share,
+        near_miss=cfg.optim.warmstart_near_miss,
     )
     bar = tqdm(total=steps, initial=state.warmstart_step, desc="warm start", disable=not run.show)
 

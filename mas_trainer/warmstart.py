@@ -56,6 +56,7 @@ def oracle_samples(
     system_message: bool = True,
     enable_thinking: bool = False,
     oracle_share: Mapping[str, float] | None = None,
+    near_miss: Mapping[str, float] | None = None,
 ) -> OracleSamples:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
@@ -73,16 +74,26 @@ def oracle_samples(
             otherwise it is a random well-formed answer (``env.random_action``). Roles not named
             here always get the oracle's. A share below 1 teaches the role the answer format and
             shows it the oracle's answer only sometimes: what solves the task is left to RL.
+        near_miss: Per role, the probability that a step not explored plays the env's
+            ``near_miss_action`` (a wrong answer like the role's own mistakes) instead of the
+            oracle's; the target stays the oracle's. The other roles then see those mistakes,
+            with the answer that wins despite them as their target.
 
     Returns:
         The samples, whose ``completion_ids`` are the oracle text followed by the end-of-turn
         token, and the tasks skipped because the env has no oracle answer for them (warned).
 
     Raises:
-        ValueError: No task of ``task_ids`` has an oracle answer.
+        ValueError: No task of ``task_ids`` has an oracle answer, or ``near_miss`` names a role
+            of an env without ``near_miss_action``.
     """
     tokenizers = policy_tokenizers(tokenizer, policy_of.values())
     env = make_env()
+    if any(near_miss or {}) and not hasattr(env, "near_miss_action"):
+        raise ValueError(
+            f"optim.warmstart_near_miss is set ({dict(near_miss or {})}) but "
+            f"{type(env).__name__} has no near_miss_action: leave it empty for this env"
+        )
     out: list[TrainSample] = []
     skipped: list[Any] = []
     reasons: list[str] = []
@@ -91,7 +102,7 @@ def oracle_samples(
             out += _episode(
                 env, task_id, tokenizers, policy_of, rng, explore=explore,
                 system_message=system_message, enable_thinking=enable_thinking,
-                oracle_share=oracle_share,
+                oracle_share=oracle_share, near_miss=near_miss or {},
             )  # fmt: skip
         except NoOracleError as e:
             skipped.append(task_id)
@@ -122,6 +133,7 @@ def _episode(
     system_message: bool,
     enable_thinking: bool,
     oracle_share: Mapping[str, float] | None,
+    near_miss: Mapping[str, float],
 ) -> list[TrainSample]:
     """The samples of one episode of ``task_id`` (none if its oracle fails: NoOracleError)."""
     out = []
@@ -150,10 +162,15 @@ def _episode(
                 policy=policy_of[agent],
             )
         )
-        # The oracle's answer is played (a random one with probability explore), whatever the
-        # target: a role's random targets do not change the states the other roles see.
-        explored = rng.random() < explore
-        env.step(env.random_action(rng, agent) if explored else oracle)
+        # The oracle's answer is played (a random one with probability explore, else a near miss
+        # with the role's near_miss probability), whatever the target: a role's random targets
+        # do not change the states the other roles see.
+        played = oracle
+        if rng.random() < explore:
+            played = env.random_action(rng, agent)
+        elif near_miss.get(agent, 0.0) > 0 and rng.random() < near_miss[agent]:
+            played = env.near_miss_action(rng, agent)
+        env.step(played)
     return out
 
 

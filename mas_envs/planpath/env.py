@@ -359,10 +359,12 @@ class PlanPathEnv(TeamGameEnv):
         the grid)."""
         return "" if self.version >= 2 else self._grid_with_agent()
 
-    def _grid_with_agent(self) -> str:
-        """The grid as the prompt shows it, ``A`` at the agent."""
+    def _grid_with_agent(self, text: str | None = None) -> str:
+        """The grid as the prompt shows it (or ``text``, a grid of the same size), ``A`` at the
+        agent."""
+        text = self._grid_text if text is None else text
         i = self._cell + self._cell // self.cols
-        return self._grid_text[:i] + "A" + self._grid_text[i + 1 :]
+        return text[:i] + "A" + text[i + 1 :]
 
     def _task_key(self) -> tuple[int, int, tuple[bool, ...], int, int]:
         level = self._level
@@ -466,6 +468,30 @@ class PlanPathEnv(TeamGameEnv):
     def random_action(self, rng: np.random.Generator, agent: str | None = None) -> str:
         n = int(rng.integers(1, self.rows + self.cols + 1))
         moves = [grid.MOVES[int(i)] for i in rng.integers(0, 4, size=n)]
+        if self._writes_program(agent):
+            return programs.print_moves_program(moves)
+        return "#### " + ", ".join(moves)
+
+    def near_miss_action(
+        self, rng: np.random.Generator, agent: str | None = None, *, wall_miss: float = 0.3
+    ) -> str:
+        """A wrong answer of the kind a learning tool gives: the oracle's answer on the level as
+        misread, each wall missed (read as free) with probability ``wall_miss``. Its path may
+        cross a wall the real level has, or still be right when the missed walls are off it.
+
+        The warm start plays it (``optim.warmstart_near_miss``) so that the planner sees reports
+        that look like the tool's mistakes, with the level's own answer as its target.
+        """
+        level = self._level
+        assert level is not None, "call reset() first"
+        missed = rng.random(len(level.walls)) < wall_miss
+        walls = tuple(w and not m for w, m in zip(level.walls, missed, strict=True))
+        if self._writes_program(agent) and self.version >= 2:  # the program holds the grid
+            return prompts.oracle_program_v2(
+                self._grid_with_agent(prompts.grid_text(walls, level.cols, level.goal))
+            )
+        misread = grid.make_level(level.rows, level.cols, walls, self._cell, level.goal)
+        moves = grid.shortest_path(misread, self._cell)
         if self._writes_program(agent):
             return programs.print_moves_program(moves)
         return "#### " + ", ".join(moves)

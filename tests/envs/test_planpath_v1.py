@@ -3,6 +3,7 @@ program, the short code prompts whose planner prompt ends with the program's out
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_plan_code import fenced, run_in_process
 from test_planpath import hand_level
@@ -179,3 +180,35 @@ def test_v1_code_prompts_are_short_for_a_tiny_model():
     assert len(tool) < 0.5 * len(v0_tool) and len(planner) < 0.5 * len(
         v0.observe("planner")["prompt"]
     )
+
+
+# ---------------------------------------------------------------------------- near misses
+
+
+def _report(env: PlanPathEnv, text: str) -> tuple[str, ...]:
+    """The moves a tool answer reports: its program's output, or the move list itself."""
+    if "```" in text:
+        text = run_in_process(text, env._tool_stdin())
+    return prompts.parse_answer(text, 1000).moves
+
+
+@pytest.mark.parametrize(
+    "env_id", ["mas/PlanPath-v1", "mas/PlanPathCode-v1", "mas/PlanPathCode-v2"]
+)
+def test_a_near_miss_is_the_shortest_path_on_the_level_with_walls_misread_as_free(env_id):
+    env = mas_envs.make(env_id, rows=6, cols=6)
+    rng = np.random.default_rng(0)
+    kinds = set()
+    for seed in range(40):
+        env.reset(seed=seed)
+        level, cell = env.level, env._cell
+        truth = grid.shortest_path(level, cell)
+        assert _report(env, env.near_miss_action(rng, "tool", wall_miss=0.0)) == truth
+        open_level = grid.make_level(6, 6, (False,) * 36, cell, level.goal)
+        no_walls = _report(env, env.near_miss_action(rng, "tool", wall_miss=1.0))
+        assert no_walls == grid.shortest_path(open_level, cell)
+        moves = _report(env, env.near_miss_action(rng, "tool", wall_miss=0.5))
+        blocked = grid.run_moves(level, cell, moves, 0)[3]
+        kinds.add("right" if moves == truth else "blocked" if blocked else "other")
+    # Some misreadings change nothing on the path, others send it through a wall.
+    assert {"right", "blocked"} <= kinds

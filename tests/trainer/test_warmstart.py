@@ -199,6 +199,57 @@ def test_oracle_share_mixes_random_targets_for_one_role_and_plays_the_oracle():
         build_config("plan-path-tiny", overrides=["--optim.warmstart_oracle_share", '{"tool": 2}'])
 
 
+def test_near_miss_plays_a_roles_mistakes_and_the_next_role_learns_the_levels_answer():
+    pytest.importorskip("transformers")
+    from digit_env import DigitEnv
+
+    import mas_envs
+    from mas_envs.planpath import grid
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.warmstart import oracle_samples
+
+    tok = build_byte_tokenizer()
+    played = []
+
+    def make_env():
+        env = mas_envs.make("mas/PlanPath-v1", rows=6, cols=6)
+        step = env.step
+
+        def recording(action):
+            if action is not None:
+                agent = env.agent_selection
+                played.append((agent, action, env.oracle_action(agent), env.level, env._cell))
+            step(action)
+
+        env.step = recording
+        return env
+
+    samples = oracle_samples(
+        make_env, tok, {"tool": "tool", "planner": "planner"}, list(range(60)),
+        rng=np.random.default_rng(0), explore=0.0, near_miss={"tool": 1.0},
+    ).samples  # fmt: skip
+    tool = [p for p in played if p[0] == "tool"]
+    wrong = [p for p in tool if p[1] != p[2]]
+    assert 0 < len(wrong) < len(tool)  # misread walls: some reports change, some do not
+    # The planner (not named) plays the oracle's answer, which is also every one of its targets:
+    # a shortest path on the real level, whatever the report showed.
+    for agent, action, oracle, level, cell in played:
+        if agent == "planner":
+            assert action == oracle
+            moves = tuple(m.strip() for m in oracle.removeprefix("#### ").split(","))
+            _, _, made, blocked, reached = grid.run_moves(level, cell, moves, 0)
+            assert reached and not blocked and len(made) == level.dist[cell]
+    planner = [tok.decode(s.completion_ids[:-1]) for s in samples if s.role == "planner"]
+    assert planner == [p[2] for p in played if p[0] == "planner"]
+    with pytest.raises(ValueError, match="no near_miss_action"):
+        oracle_samples(
+            DigitEnv, tok, {"caller": "shared", "echo": "shared"}, [0],
+            rng=np.random.default_rng(0), near_miss={"caller": 0.5},
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="warmstart_near_miss"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_near_miss", '{"tool": 2}'])
+
+
 def test_warm_start_skips_codecontests_problems_without_a_python_reference(tmp_path):
     """A published CodeContests problem may have no correct Python 3 solution (the fixture's
     ``1002_B. Words`` has only a Python 2 one): its oracle cannot play, the warm start skips it

@@ -18,7 +18,8 @@ a split and compares the grid of each first-turn program with the prompt's, cell
   many levels the commonest one was written (one program everywhere = memorised text).
 
     python experiments/v2_copy_probe.py POLICY [--episodes 50] [--split validation]
-        [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--threads 1]
+        [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--max-new-tokens 96]
+        [--threads 1]
 
 POLICY: a ``mas-train`` run folder (its latest checkpoint; the run's ``tool`` or ``shared``
 policy plays the tool), a checkpoint's policy folder, or ``oracle``. Measured figures:
@@ -63,11 +64,17 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
 
 
 def play_first_levels(
-    policy: str, mode: str, episodes: int, split: str, env_options: dict[str, Any]
+    policy: str,
+    mode: str,
+    episodes: int,
+    split: str,
+    env_options: dict[str, Any],
+    max_new_tokens: int = 96,
 ) -> tuple[Callable[[], Any], list[Any], list[Any]]:
     """Play ``policy`` (each role by the policy that trained it) greedily on the first
-    ``episodes`` levels of ``split`` of ``mas/PlanPathCode-v2`` in ``mode``: the env factory,
-    the levels and their episodes, in order."""
+    ``episodes`` levels of ``split`` of ``mas/PlanPathCode-v2`` in ``mode``, each answer at most
+    ``max_new_tokens`` tokens (the run's ``rollout.max_new_tokens``): the env factory, the levels
+    and their episodes, in order."""
     from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
     from mas_trainer.rollout import env_factory
@@ -77,7 +84,7 @@ def play_first_levels(
     setup = resolve_policy(
         policy,
         list(env.possible_agents),
-        max_new_tokens=96,
+        max_new_tokens=max_new_tokens,
         system_message=False,
         hash_weights=False,
     )
@@ -99,6 +106,12 @@ def parse_args(doc: str, policy_help: str, episodes: int) -> argparse.Namespace:
         default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',
         help="env constructor arguments as JSON",
     )
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int,
+        default=96,
+        help="token limit of each answer, the run's rollout.max_new_tokens (7x7 runs: 128)",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
     args = parser.parse_args()
     import torch
@@ -108,11 +121,17 @@ def parse_args(doc: str, policy_help: str, episodes: int) -> argparse.Namespace:
     return args
 
 
-def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[str]:
+def probe(
+    policy: str,
+    episodes: int,
+    split: str,
+    env_options: dict[str, Any],
+    max_new_tokens: int = 96,
+) -> Counter[str]:
     """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
     of their first-turn programs, the levels solved, those of them whose first program wrote a
     grid, and how many distinct first programs there were (and the commonest's count)."""
-    played = play_first_levels(policy, "tool", episodes, split, env_options)[2]
+    played = play_first_levels(policy, "tool", episodes, split, env_options, max_new_tokens)[2]
     total: Counter[str] = Counter()
     firsts = Counter(ep.transcript[0]["action"] for ep in played)
     total["distinct programs"] = len(firsts)
@@ -128,7 +147,7 @@ def probe(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
 
 def main() -> None:
     args = parse_args(__doc__, "a mas-train run folder, a policy folder, or oracle", episodes=50)
-    n = probe(args.policy, args.episodes, args.split, args.env_options)
+    n = probe(args.policy, args.episodes, args.split, args.env_options, args.max_new_tokens)
     share = {k: f"{n[k + ' ok']}/{n[k]}" for k in ("cells", "walls", "A", "G")}
     print(
         f"{args.policy}: solved {n['solved']}/{n['programs']}; cells {share['cells']}, walls "

@@ -14,7 +14,8 @@ exactly (the planner copied it). A planner that copies every report solves the "
 and no "wrong" one at the first turn; a planner that checks the report solves some of both.
 
     python experiments/v2_team_trust.py RUN [--episodes 100] [--split validation]
-        [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--threads 1]
+        [--env-options '{"rows": 5, "cols": 5, "wall_prob": 0.22}'] [--max-new-tokens 96]
+        [--threads 1]
 
 Measured figures: docs/results.md, section "Design D: a planner that solves beside the copying
 tool".
@@ -43,10 +44,18 @@ def report_kind(make_env: Callable[[], Any], task_id: Any, program: str, report:
     return "right" if env.success else "wrong"
 
 
-def trust(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -> Counter[Any]:
+def trust(
+    policy: str,
+    episodes: int,
+    split: str,
+    env_options: dict[str, Any],
+    max_new_tokens: int = 96,
+) -> Counter[Any]:
     """Play the team on the first ``episodes`` ``split`` levels; per report kind, the levels,
     the team's wins and the planner's exact copies of the report in its first answer."""
-    make_env, tasks, played = play_first_levels(policy, "mas", episodes, split, env_options)
+    make_env, tasks, played = play_first_levels(
+        policy, "mas", episodes, split, env_options, max_new_tokens
+    )
     n: Counter[Any] = Counter()
     for task_id, ep in zip(tasks, played, strict=True):
         tool, planner = ep.transcript[0], ep.transcript[1]
@@ -60,7 +69,7 @@ def trust(policy: str, episodes: int, split: str, env_options: dict[str, Any]) -
 
 def main() -> None:
     args = parse_args(__doc__, "a mas-train run folder or one of its checkpoints", episodes=100)
-    n = trust(args.policy, args.episodes, args.split, args.env_options)
+    n = trust(args.policy, args.episodes, args.split, args.env_options, args.max_new_tokens)
     wins = sum(n[k, "won"] for k in KINDS)
     kinds = "; ".join(
         f"report {k} {n[k]} (team won {n[k, 'won']}, planner copied {n[k, 'copied']})"

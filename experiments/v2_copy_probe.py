@@ -92,15 +92,25 @@ def play_first_levels(
     return make_env, tasks, play(make_env, tasks, setup.act)
 
 
-def parse_args(doc: str, policy_help: str, episodes: int) -> argparse.Namespace:
+def parse_args(
+    doc: str, policy_help: str, episodes: int, mode: str | None = None
+) -> argparse.Namespace:
     """The command line of a v2 probe (a policy, the levels, the env's options, torch's
-    threads), with torch's threads set."""
+    threads, and with ``mode`` given the env mode, that its default), with torch's threads
+    set."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("policy", help=policy_help)
     parser.add_argument(
         "--episodes", type=int, default=episodes, help="levels of the split to play"
     )
     parser.add_argument("--split", default="validation", help="split to play")
+    if mode is not None:
+        parser.add_argument(
+            "--mode",
+            default=mode,
+            choices=("single", "tool", "mas"),
+            help="who plays: the planner alone, the tool alone, or the team",
+        )
     parser.add_argument(
         "--env-options",
         default='{"rows": 5, "cols": 5, "wall_prob": 0.22}',

@@ -337,7 +337,8 @@ class OptimConfig:
     ``near_miss_action``: on Plan-Path the oracle's answer on the level with some walls misread as
     free) instead of the oracle's answer, e.g. ``'{"tool": 0.5}'``; its target stays the
     oracle's. The roles after it then see wrong reports like a learning tool's, with the level's
-    answer as their target: a planner learns to check a report instead of copying it. Empty (the
+    answer as their target, so that copying a report is not always what the data teaches (whether
+    a tiny planner learns to check one: docs/v2-exploration.md, designs E and F). Empty (the
     default): the oracle's answer is played, and a random one on 30% of the steps."""
 
     def lr_of(self, policy: str) -> float:

@@ -29,3 +29,18 @@ def test_the_stored_rows_are_the_shipped_result_files():
         assert result["commit"] in row["measured"]["commits"], path
         assert result["config"]["eval_episodes"] == row["episodes_per_seed"], path
         assert result["config"]["seed"] == seed and result["key"] == key, path
+
+
+def test_the_v2_exploration_tables_show_the_shipped_run_files():
+    """Every evaluation of a run in ``experiments/results/v2-7x7`` is in the exploration page's
+    table row that names the run (the page's figures trace to the file)."""
+    page = (RESULTS.parents[1] / "docs" / "v2-exploration.md").read_text()
+    rows = [line for line in page.splitlines() if line.startswith("| ")]
+    for path in sorted(RESULTS.glob("v2-7x7/seed-*.json")):
+        for name, run in json.loads(path.read_text())["runs"].items():
+            if not run.get("in_table", True):
+                continue
+            curve = [f"{round(v * 100)}%" for v in run["validation_success_by_rl_step"].values()]
+            named = [r for r in rows if f"`{name}`" in r]
+            assert named, f"{path.name}: no table row names run {name}"
+            assert any(all(v in r for v in curve) for r in named), (name, curve, named)

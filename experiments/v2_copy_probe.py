@@ -93,13 +93,19 @@ def play_first_levels(
 
 
 def parse_args(
-    doc: str, policy_help: str, episodes: int, mode: str | None = None
+    doc: str,
+    policy_help: str,
+    episodes: int,
+    mode: str | None = None,
+    second_help: str | None = None,
 ) -> argparse.Namespace:
     """The command line of a v2 probe (a policy, the levels, the env's options, torch's
-    threads, and with ``mode`` given the env mode, that its default), with torch's threads
-    set."""
+    threads; with ``mode`` given the env mode, that its default; with ``second_help`` a second
+    policy, ``second``), with torch's threads set."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("policy", help=policy_help)
+    if second_help is not None:
+        parser.add_argument("second", help=second_help)
     parser.add_argument(
         "--episodes", type=int, default=episodes, help="levels of the split to play"
     )

@@ -333,13 +333,14 @@ class OptimConfig:
     the oracle's answer every time. Below 1 the warm start teaches the role's answer format without
     teaching it what solves the task. (The oracle's answer is what is played either way.)"""
     warmstart_near_miss: dict[str, float] = field(default_factory=dict)
-    """Per role, the share of that role's warm-start steps that *play* a near miss (the env's
-    ``near_miss_action``: on Plan-Path the oracle's answer on the level with some walls misread as
-    free) instead of the oracle's answer, e.g. ``'{"tool": 0.5}'``; its target stays the
-    oracle's. The roles after it then see wrong reports like a learning tool's, with the level's
-    answer as their target, so that copying a report is not always what the data teaches (whether
-    a tiny planner learns to check one: docs/v2-exploration.md, designs E and F). Empty (the
-    default): the oracle's answer is played, and a random one on 30% of the steps."""
+    """Per role, the probability that a warm-start step of that role *plays* a near miss (the
+    env's ``near_miss_action``: on Plan-Path the oracle's answer on the level with some walls
+    misread as free) instead of the oracle's answer, e.g. ``'{"tool": 0.5}'``, among the steps
+    not played at random (30% are); its target stays the oracle's. The roles after it then see
+    wrong reports like a learning tool's, with the level's answer as their target, so that
+    copying a report is not always what the data teaches (whether a tiny planner learns to check
+    one: docs/v2-exploration.md, designs E to G). Empty (the default): the oracle's answer is
+    played, and a random one on 30% of the steps."""
 
     def lr_of(self, policy: str) -> float:
         """The RL learning rate of ``policy``: its ``lr_by_policy`` entry, else ``lr``."""

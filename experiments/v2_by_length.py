@@ -15,7 +15,7 @@ rows of one split shows on which levels a team's members add to each other.
         [--split validation] [--env-options '{"rows": 7, "cols": 7, "wall_prob": 0.22}']
         [--max-new-tokens 128] [--threads 1]
 
-Measured figures: docs/v2-exploration.md, section "Designs E, F and G on 7x7".
+Measured figures: docs/v2-exploration.md, section "Designs E to H on 7x7".
 """
 
 from __future__ import annotations

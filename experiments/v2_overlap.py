@@ -12,7 +12,7 @@ the ceiling of the paper's "two partial solvers whose errors do not coincide". A
         [--threads 1]
 
 TOOL and SINGLE: run folders or policy folders (the tool alone's, the single agent's).
-Measured figures: docs/v2-exploration.md, section "Designs E, F and G on 7x7".
+Measured figures: docs/v2-exploration.md, section "Designs E to H on 7x7".
 """
 
 from __future__ import annotations

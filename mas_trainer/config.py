@@ -339,7 +339,7 @@ class OptimConfig:
     not played at random (30% are); its target stays the oracle's. The roles after it then see
     wrong reports like a learning tool's, with the level's answer as their target, so that
     copying a report is not always what the data teaches (whether a tiny planner learns to check
-    one: docs/v2-exploration.md, designs E to G). Empty (the default): the oracle's answer is
+    one: docs/v2-exploration.md, designs E to H). Empty (the default): the oracle's answer is
     played, and a random one on 30% of the steps."""
 
     def lr_of(self, policy: str) -> float:

@@ -341,6 +341,15 @@ class OptimConfig:
     copying a report is not always what the data teaches (whether a tiny planner learns to check
     one: docs/v2-exploration.md, designs E to H). Empty (the default): the oracle's answer is
     played, and a random one on 30% of the steps."""
+    warmstart_own_play: dict[str, float] = field(default_factory=dict)
+    """Per role, the probability that a warm-start step of that role *plays* the role's own
+    model's answer (sampled as the rollouts sample) instead of the oracle's, among the steps
+    neither played at random nor near misses, e.g. ``'{"tool": 1.0}'``; its target stays the
+    oracle's (DAgger with the learner's policy). The answers are drawn before the first
+    supervised step: for a role trained earlier (``model.role_models``, with
+    ``warmstart_steps_factor_by_policy`` 0 for its policy) the roles after it learn from the
+    reports it really writes, right and wrong (docs/v2-exploration.md, design I). Empty (the
+    default): the oracle's answer is played."""
 
     def lr_of(self, policy: str) -> float:
         """The RL learning rate of ``policy``: its ``lr_by_policy`` entry, else ``lr``."""
@@ -382,7 +391,7 @@ class OptimConfig:
         )
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
-        for name in ("warmstart_oracle_share", "warmstart_near_miss"):
+        for name in ("warmstart_oracle_share", "warmstart_near_miss", "warmstart_own_play"):
             for role, share in getattr(self, name).items():
                 _check(
                     isinstance(share, int | float) and 0 <= share <= 1,

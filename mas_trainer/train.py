@@ -268,6 +268,18 @@ def _evaluate_untrained(run: _Run, state: TrainState) -> dict[str, float]:
 # ---------------------------------------------------------------------------- 2. warm start
 
 
+def _own_answer(run: _Run, agent: str, prompt: list[int]) -> str:
+    """``agent``'s own answer to ``prompt``: its policy's engine samples it as the rollouts do
+    (``optim.warmstart_own_play``)."""
+    policy = run.policy_of[agent]
+    seed = int(run.rng.integers(2**31))
+    (completion,) = run.policies[policy].engine.generate([prompt], run.rollout.params, seed=seed)
+    text: str = run.rollout.tokenizers[policy].decode(
+        completion.token_ids, skip_special_tokens=True
+    )
+    return text
+
+
 def _warm_start(run: _Run, state: TrainState) -> None:
     """Supervised steps on oracle transcripts, then a held-out evaluation and a checkpoint.
 
@@ -298,6 +310,8 @@ def _warm_start(run: _Run, state: TrainState) -> None:
         enable_thinking=cfg.rollout.enable_thinking,
         oracle_share=cfg.optim.warmstart_oracle_share,
         near_miss=cfg.optim.warmstart_near_miss,
+        own_play=cfg.optim.warmstart_own_play,
+        answer=partial(_own_answer, run),
     )
     bar = tqdm(total=steps, initial=state.warmstart_step, desc="warm start", disable=not run.show)
 

@@ -8,7 +8,9 @@ The states come from episodes on the *training* split whose executed actions are
 probability ``1 - explore`` and a well-formed random answer otherwise (the target is always the
 oracle's). Executing some random actions shows the model the states it will meet itself: later
 turns, and a planner prompt whose tool proposal is wrong, not only the perfect first turn (the idea
-of DAgger, with a fixed mixing rate).
+of DAgger, with a fixed mixing rate). A role may also play a near miss (``near_miss``: the env's
+wrong answer of the kind a learner gives) or its own model's answer (``own_play``: DAgger with the
+learner's policy), so that the roles after it learn from the reports they will really see.
 
 A task whose data holds no oracle answer (a CodeContests problem published without a correct
 Python solution: :class:`mas_envs.base.NoOracleError`) gives no samples; the warm start warns
@@ -33,7 +35,11 @@ from mas_trainer.lockstep import lockstep
 from mas_trainer.rollout import Tokenizers, encode_prompt, policy_tokenizers
 from mas_trainer.samples import TrainSample
 
-__all__ = ["OracleSamples", "cosine_lr", "oracle_samples", "warm_start"]
+__all__ = ["Answer", "OracleSamples", "cosine_lr", "oracle_samples", "warm_start"]
+
+Answer = Callable[[str, list[int]], str]
+"""A role's own answer, ``answer(agent, prompt_ids) -> text``: its model's completion of the
+encoded prompt (``own_play``)."""
 
 
 class OracleSamples(NamedTuple):
@@ -57,6 +63,8 @@ def oracle_samples(
     enable_thinking: bool = False,
     oracle_share: Mapping[str, float] | None = None,
     near_miss: Mapping[str, float] | None = None,
+    own_play: Mapping[str, float] | None = None,
+    answer: Answer | None = None,
 ) -> OracleSamples:
     """One supervised sample per visited (state, agent): the prompt and the oracle's answer.
 
@@ -78,14 +86,22 @@ def oracle_samples(
             ``near_miss_action`` (a wrong answer like the role's own mistakes) instead of the
             oracle's; the target stays the oracle's. The other roles then see those mistakes,
             with the answer that wins despite them as their target.
+        own_play: Per role, the probability that a step neither explored nor a near miss plays
+            ``answer(agent, prompt_ids)``, the role's own model's answer, instead of the
+            oracle's; the target stays the oracle's. The samples are drawn before the first
+            supervised step, so this is the model as the warm start begins: for a trained role
+            (e.g. a tool loaded with ``model.role_models``) the roles after it see its real
+            reports, right and wrong, with the level's answer as their target.
+        answer: A role's own answer (required when ``own_play`` names a role).
 
     Returns:
         The samples, whose ``completion_ids`` are the oracle text followed by the end-of-turn
         token, and the tasks skipped because the env has no oracle answer for them (warned).
 
     Raises:
-        ValueError: No task of ``task_ids`` has an oracle answer, or ``near_miss`` names a role
-            of an env without ``near_miss_action``.
+        ValueError: No task of ``task_ids`` has an oracle answer, ``near_miss`` names a role
+            of an env without ``near_miss_action``, or ``own_play`` names a role with no
+            ``answer`` given.
     """
     tokenizers = policy_tokenizers(tokenizer, policy_of.values())
     env = make_env()
@@ -94,6 +110,8 @@ def oracle_samples(
             f"optim.warmstart_near_miss is set ({dict(near_miss or {})}) but "
             f"{type(env).__name__} has no near_miss_action: leave it empty for this env"
         )
+    if any(own_play or {}) and answer is None:
+        raise ValueError(f"own_play is set ({dict(own_play or {})}) but no answer function is")
     out: list[TrainSample] = []
     skipped: list[Any] = []
     reasons: list[str] = []
@@ -102,7 +120,8 @@ def oracle_samples(
             out += _episode(
                 env, task_id, tokenizers, policy_of, rng, explore=explore,
                 system_message=system_message, enable_thinking=enable_thinking,
-                oracle_share=oracle_share, near_miss=near_miss or {},
+                oracle_share=oracle_share, near_miss=near_miss or {}, own_play=own_play or {},
+                answer=answer,
             )  # fmt: skip
         except NoOracleError as e:
             skipped.append(task_id)
@@ -134,6 +153,8 @@ def _episode(
     enable_thinking: bool,
     oracle_share: Mapping[str, float] | None,
     near_miss: Mapping[str, float],
+    own_play: Mapping[str, float],
+    answer: Answer | None,
 ) -> list[TrainSample]:
     """The samples of one episode of ``task_id`` (none if its oracle fails: NoOracleError)."""
     out = []
@@ -163,13 +184,17 @@ def _episode(
             )
         )
         # The oracle's answer is played (a random one with probability explore, else a near miss
-        # with the role's near_miss probability), whatever the target: a role's random targets
-        # do not change the states the other roles see.
+        # or the role's own answer with its probabilities), whatever the target: a role's random
+        # targets do not change the states the other roles see. A role without near_miss or
+        # own_play draws no number for them, so runs without them reproduce.
         played = oracle
         if rng.random() < explore:
             played = env.random_action(rng, agent)
         elif near_miss.get(agent, 0.0) > 0 and rng.random() < near_miss[agent]:
             played = env.near_miss_action(rng, agent)
+        elif own_play.get(agent, 0.0) > 0 and rng.random() < own_play[agent]:
+            assert answer is not None  # checked by oracle_samples
+            played = answer(agent, prompt)
         env.step(played)
     return out
 

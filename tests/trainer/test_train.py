@@ -400,3 +400,25 @@ def test_per_policy_warm_start_steps_train_each_policy_its_own_number_of_steps(t
         r for r in read_metrics(tmp_path / "r" / "metrics.jsonl") if r["phase"] == "warmstart"
     ]
     assert max(r["step"] for r in logged) == 5
+
+
+def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypatch):
+    """``optim.warmstart_own_play``: the trainer answers the named role's warm-start turns with
+    its policy's engine, sampled as the rollouts sample, and the run goes on to RL."""
+    import mas_trainer.train as train_module
+
+    real, asked = train_module.oracle_samples, []
+
+    def spying(*args, answer, **kwargs):
+        def recorded(agent, prompt):
+            asked.append((agent, answer(agent, prompt)))
+            return asked[-1][1]
+
+        return real(*args, answer=recorded, **kwargs)
+
+    monkeypatch.setattr(train_module, "oracle_samples", spying)
+    cfg = fast_config(tmp_path, "--optim.warmstart_own_play", '{"echo": 1.0}', "--optim.steps", "1")
+    summary = train(cfg)
+    assert asked and {agent for agent, _ in asked} == {"echo"}
+    assert all(isinstance(text, str) for _, text in asked)
+    assert summary["steps"] == 1

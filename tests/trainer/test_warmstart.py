@@ -250,6 +250,58 @@ def test_near_miss_plays_a_roles_mistakes_and_the_next_role_learns_the_levels_an
         build_config("plan-path-tiny", overrides=["--optim.warmstart_near_miss", '{"tool": 2}'])
 
 
+def test_own_play_plays_the_roles_own_answers_and_keeps_the_oracles_targets():
+    """With ``own_play`` a role plays what its model writes (here a stand-in that answers random
+    well-formed programs) while its target stays the oracle's; the next role sees that report."""
+    pytest.importorskip("transformers")
+    import mas_envs
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.warmstart import oracle_samples
+
+    tok = build_byte_tokenizer()
+    played, asked = [], []
+    answers = np.random.default_rng(1)
+
+    def make_env():
+        env = mas_envs.make("mas/PlanPath-v1", rows=5, cols=5)
+        step = env.step
+
+        def recording(action):
+            if action is not None:
+                agent = env.agent_selection
+                shown = env.observe(agent)["prompt"]
+                played.append((agent, action, env.oracle_action(agent), shown))
+            step(action)
+
+        env.step = recording
+        return env
+
+    def answer(agent, prompt_ids):
+        text = make_env().random_action(answers, agent)
+        asked.append((agent, tok.decode(prompt_ids), text))
+        return text
+
+    samples = oracle_samples(
+        make_env, tok, {"tool": "tool", "planner": "planner"}, list(range(30)),
+        rng=np.random.default_rng(0), explore=0.0, own_play={"tool": 1.0}, answer=answer,
+    ).samples  # fmt: skip
+    tool = [p for p in played if p[0] == "tool"]
+    assert tool and [a[0] for a in asked] == ["tool"] * len(tool)
+    for (_, action, _, observation), (_, prompt, text) in zip(tool, asked, strict=True):
+        assert action == text and observation in prompt  # the answer to the prompt it was shown
+    assert any(action != oracle for _, action, oracle, _ in tool)
+    targets = [tok.decode(s.completion_ids[:-1]) for s in samples if s.role == "tool"]
+    assert targets == [p[2] for p in tool]  # the targets stay the oracle's
+    assert all(a == o for agent, a, o, _ in played if agent == "planner")
+    with pytest.raises(ValueError, match="no answer function"):
+        oracle_samples(
+            make_env, tok, {"tool": "tool", "planner": "planner"}, [0],
+            rng=np.random.default_rng(0), own_play={"tool": 0.5},
+        )  # fmt: skip
+    with pytest.raises(ConfigError, match="warmstart_own_play"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_own_play", '{"tool": -1}'])
+
+
 def test_warm_start_skips_codecontests_problems_without_a_python_reference(tmp_path):
     """A published CodeContests problem may have no correct Python 3 solution (the fixture's
     ``1002_B. Words`` has only a Python 2 one): its oracle cannot play, the warm start skips it

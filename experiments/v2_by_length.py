@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from v2_copy_probe import parse_args, play_first_levels  # a script beside this one
+from v2_copy_probe import Levels, parse_args, play_first_levels  # a script beside this one
 
 LENGTHS = ("<=4", "5-8", "9+")
 
@@ -36,18 +36,10 @@ def level_kind(level: Any) -> tuple[str, str]:
     return length, "detour" if level.optimum > abs(r0 - r1) + abs(c0 - c1) else "direct"
 
 
-def by_length(
-    policy: str,
-    mode: str,
-    episodes: int,
-    split: str,
-    env_options: dict[str, Any],
-    max_new_tokens: int = 96,
-) -> Counter[Any]:
-    """Per level kind, the levels and those won (``(kind, "won")``)."""
-    make_env, tasks, played = play_first_levels(
-        policy, mode, episodes, split, env_options, max_new_tokens
-    )
+def by_length(policy: str, mode: str, levels: Levels) -> Counter[Any]:
+    """Play ``policy`` on ``levels`` in ``mode``; per level kind, the levels and those won
+    (``(kind, "won")``)."""
+    make_env, tasks, played = play_first_levels(policy, mode, levels)
     env = make_env()
     n: Counter[Any] = Counter()
     for task_id, ep in zip(tasks, played, strict=True):
@@ -59,10 +51,10 @@ def by_length(
 
 
 def main() -> None:
-    args = parse_args(__doc__, "a mas-train run folder, a policy folder, or oracle", 100, "mas")
-    n = by_length(
-        args.policy, args.mode, args.episodes, args.split, args.env_options, args.max_new_tokens
+    args, levels = parse_args(
+        __doc__, "a mas-train run folder, a policy folder, or oracle", 100, "mas"
     )
+    n = by_length(args.policy, args.mode, levels)
     kinds = [(length, route) for route in ("direct", "detour") for length in LENGTHS]
     cells = "; ".join(f"{a} {b}: {n[(a, b), 'won']}/{n[(a, b)]}" for a, b in kinds)
     won = sum(n[k, "won"] for k in kinds)

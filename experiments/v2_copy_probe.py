@@ -33,7 +33,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 _GRID_IN_PROMPT = re.compile(r"Grid \(.*?\):\n(.*?)\nAgent at", re.S)
 _GRID_IN_PROGRAM = re.compile(r'g=("+)\n(.*?)\n("+)', re.S)
@@ -63,32 +63,40 @@ def copy_stats(prompt: str, program: str) -> Counter[str]:
     return n
 
 
+class Levels(NamedTuple):
+    """The levels of ``mas/PlanPathCode-v2`` a v2 probe plays, and each answer's token limit."""
+
+    episodes: int
+    """How many levels to play: the first of the split, in order (``--episodes``)."""
+    split: str
+    """The split to play (``--split``)."""
+    env_options: dict[str, Any]
+    """The env's constructor arguments (``--env-options``, parsed from JSON)."""
+    max_new_tokens: int
+    """Token limit of each answer, the run's ``rollout.max_new_tokens`` (``--max-new-tokens``)."""
+
+
 def play_first_levels(
-    policy: str,
-    mode: str,
-    episodes: int,
-    split: str,
-    env_options: dict[str, Any],
-    max_new_tokens: int = 96,
+    policy: str, mode: str, levels: Levels
 ) -> tuple[Callable[[], Any], list[Any], list[Any]]:
-    """Play ``policy`` (each role by the policy that trained it) greedily on the first
-    ``episodes`` levels of ``split`` of ``mas/PlanPathCode-v2`` in ``mode``, each answer at most
-    ``max_new_tokens`` tokens (the run's ``rollout.max_new_tokens``): the env factory, the levels
-    and their episodes, in order."""
+    """Play ``policy`` (each role by the policy that trained it) greedily on ``levels`` in
+    ``mode``: the env factory, the levels' task ids and their episodes, in order."""
     from mas_trainer.eval.actors import resolve_policy
     from mas_trainer.eval.play import play
     from mas_trainer.rollout import env_factory
 
-    make_env = env_factory("mas/PlanPathCode-v2", mode=mode, split=split, **env_options)
+    make_env = env_factory(
+        "mas/PlanPathCode-v2", mode=mode, split=levels.split, **levels.env_options
+    )
     env = make_env()
     setup = resolve_policy(
         policy,
         list(env.possible_agents),
-        max_new_tokens=max_new_tokens,
+        max_new_tokens=levels.max_new_tokens,
         system_message=False,
         hash_weights=False,
     )
-    tasks = list(env.task_ids(split)[:episodes])
+    tasks = list(env.task_ids(levels.split)[: levels.episodes])
     return make_env, tasks, play(make_env, tasks, setup.act)
 
 
@@ -98,10 +106,11 @@ def parse_args(
     episodes: int,
     mode: str | None = None,
     second_help: str | None = None,
-) -> argparse.Namespace:
+) -> tuple[argparse.Namespace, Levels]:
     """The command line of a v2 probe (a policy, the levels, the env's options, torch's
     threads; with ``mode`` given the env mode, that its default; with ``second_help`` a second
-    policy, ``second``), with torch's threads set."""
+    policy, ``second``), with torch's threads set: the parsed arguments and the levels they
+    name."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("policy", help=policy_help)
     if second_help is not None:
@@ -133,21 +142,15 @@ def parse_args(
     import torch
 
     torch.set_num_threads(args.threads)
-    args.env_options = json.loads(args.env_options)
-    return args
+    levels = Levels(args.episodes, args.split, json.loads(args.env_options), args.max_new_tokens)
+    return args, levels
 
 
-def probe(
-    policy: str,
-    episodes: int,
-    split: str,
-    env_options: dict[str, Any],
-    max_new_tokens: int = 96,
-) -> Counter[str]:
-    """Play the tool alone on the first ``episodes`` ``split`` levels; the summed copy counts
-    of their first-turn programs, the levels solved, those of them whose first program wrote a
-    grid, and how many distinct first programs there were (and the commonest's count)."""
-    played = play_first_levels(policy, "tool", episodes, split, env_options, max_new_tokens)[2]
+def probe(policy: str, levels: Levels) -> Counter[str]:
+    """Play the tool alone on ``levels``; the summed copy counts of their first-turn programs,
+    the levels solved, those of them whose first program wrote a grid, and how many distinct
+    first programs there were (and the commonest's count)."""
+    played = play_first_levels(policy, "tool", levels)[2]
     total: Counter[str] = Counter()
     firsts = Counter(ep.transcript[0]["action"] for ep in played)
     total["distinct programs"] = len(firsts)
@@ -162,8 +165,10 @@ def probe(
 
 
 def main() -> None:
-    args = parse_args(__doc__, "a mas-train run folder, a policy folder, or oracle", episodes=50)
-    n = probe(args.policy, args.episodes, args.split, args.env_options, args.max_new_tokens)
+    args, levels = parse_args(
+        __doc__, "a mas-train run folder, a policy folder, or oracle", episodes=50
+    )
+    n = probe(args.policy, levels)
     share = {k: f"{n[k + ' ok']}/{n[k]}" for k in ("cells", "walls", "A", "G")}
     print(
         f"{args.policy}: solved {n['solved']}/{n['programs']}; cells {share['cells']}, walls "

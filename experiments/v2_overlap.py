@@ -38,7 +38,7 @@ def overlap(tool: Sequence[bool], single: Sequence[bool]) -> Counter[str]:
 
 
 def main() -> None:
-    args = parse_args(
+    args, levels = parse_args(
         __doc__,
         "the tool alone's run or policy folder",
         episodes=100,
@@ -46,9 +46,7 @@ def main() -> None:
     )
     wins = {}
     for policy, mode in ((args.policy, "tool"), (args.second, "single")):
-        played = play_first_levels(
-            policy, mode, args.episodes, args.split, args.env_options, args.max_new_tokens
-        )[2]
+        played = play_first_levels(policy, mode, levels)[2]
         wins[mode] = [bool(ep.success) for ep in played]
     n = overlap(wins["tool"], wins["single"])
     print(

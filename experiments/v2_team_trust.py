@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from v2_copy_probe import parse_args, play_first_levels  # a script beside this one
+from v2_copy_probe import Levels, parse_args, play_first_levels  # a script beside this one
 
 KINDS = ("right", "wrong", "none")
 
@@ -44,18 +44,10 @@ def report_kind(make_env: Callable[[], Any], task_id: Any, program: str, report:
     return "right" if env.success else "wrong"
 
 
-def trust(
-    policy: str,
-    episodes: int,
-    split: str,
-    env_options: dict[str, Any],
-    max_new_tokens: int = 96,
-) -> Counter[Any]:
-    """Play the team on the first ``episodes`` ``split`` levels; per report kind, the levels,
-    the team's wins and the planner's exact copies of the report in its first answer."""
-    make_env, tasks, played = play_first_levels(
-        policy, "mas", episodes, split, env_options, max_new_tokens
-    )
+def trust(policy: str, levels: Levels) -> Counter[Any]:
+    """Play the team on ``levels``; per report kind, the levels, the team's wins and the
+    planner's exact copies of the report in its first answer."""
+    make_env, tasks, played = play_first_levels(policy, "mas", levels)
     n: Counter[Any] = Counter()
     for task_id, ep in zip(tasks, played, strict=True):
         tool, planner = ep.transcript[0], ep.transcript[1]
@@ -68,8 +60,10 @@ def trust(
 
 
 def main() -> None:
-    args = parse_args(__doc__, "a mas-train run folder or one of its checkpoints", episodes=100)
-    n = trust(args.policy, args.episodes, args.split, args.env_options, args.max_new_tokens)
+    args, levels = parse_args(
+        __doc__, "a mas-train run folder or one of its checkpoints", episodes=100
+    )
+    n = trust(args.policy, levels)
     wins = sum(n[k, "won"] for k in KINDS)
     kinds = "; ".join(
         f"report {k} {n[k]} (team won {n[k, 'won']}, planner copied {n[k, 'copied']})"

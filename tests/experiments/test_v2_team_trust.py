@@ -41,3 +41,12 @@ def test_a_failed_program_prints_no_report():
     env.step("no program")
     line = env.observe("planner")["prompt"].rstrip().rsplit("\n", 1)[-1]
     assert kind(make_env, task_id, "no program", line) == "none"
+
+
+def test_the_oracle_team_gets_right_reports_and_its_planner_copies_them():
+    trust = load("v2_team_trust")
+    levels = load("v2_copy_probe").Levels(
+        2, "validation", {"rows": 5, "cols": 5, "wall_prob": 0.22, "max_turns": 3}, 96
+    )
+    n = trust.trust("oracle", levels)
+    assert n == {"right": 2, ("right", "won"): 2, ("right", "copied"): 2}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -21,6 +22,41 @@ class RecordingLearner:
     def sft_update(self, batch, lr=None):
         self.rates.append(lr)
         return {"loss/sft": float(len(batch))}
+
+
+class Played(NamedTuple):
+    """One action a recording Plan-Path env was stepped with."""
+
+    agent: str
+    action: str
+    oracle: str
+    prompt: str
+    """The prompt the agent was shown."""
+    level: Any
+    cell: Any
+    """The agent's cell before the action."""
+
+
+def recording_planpath(played: list[Played], **options: Any):
+    """A ``mas/PlanPath-v1`` factory whose envs append every action they are stepped with."""
+    import mas_envs
+
+    def make_env():
+        env = mas_envs.make("mas/PlanPath-v1", **options)
+        step = env.step
+
+        def recording(action):
+            if action is not None:
+                agent = env.agent_selection
+                shown = env.observe(agent)["prompt"]
+                oracle = env.oracle_action(agent)
+                played.append(Played(agent, action, oracle, shown, env.level, env._cell))
+            step(action)
+
+        env.step = recording
+        return env
+
+    return make_env
 
 
 def _samples(n: int, policy: str = "shared") -> list[TrainSample]:
@@ -203,44 +239,31 @@ def test_near_miss_plays_a_roles_mistakes_and_the_next_role_learns_the_levels_an
     pytest.importorskip("transformers")
     from digit_env import DigitEnv
 
-    import mas_envs
     from mas_envs.planpath import grid
     from mas_trainer.models import build_byte_tokenizer
     from mas_trainer.warmstart import oracle_samples
 
     tok = build_byte_tokenizer()
-    played = []
-
-    def make_env():
-        env = mas_envs.make("mas/PlanPath-v1", rows=6, cols=6)
-        step = env.step
-
-        def recording(action):
-            if action is not None:
-                agent = env.agent_selection
-                played.append((agent, action, env.oracle_action(agent), env.level, env._cell))
-            step(action)
-
-        env.step = recording
-        return env
+    played: list[Played] = []
+    make_env = recording_planpath(played, rows=6, cols=6)
 
     samples = oracle_samples(
         make_env, tok, {"tool": "tool", "planner": "planner"}, list(range(60)),
         rng=np.random.default_rng(0), explore=0.0, near_miss={"tool": 1.0},
     ).samples  # fmt: skip
-    tool = [p for p in played if p[0] == "tool"]
+    tool = [p for p in played if p.agent == "tool"]
     wrong = [p for p in tool if p[1] != p[2]]
     assert 0 < len(wrong) < len(tool)  # misread walls: some reports change, some do not
     # The planner (not named) plays the oracle's answer, which is also every one of its targets:
     # a shortest path on the real level, whatever the report showed.
-    for agent, action, oracle, level, cell in played:
+    for agent, action, oracle, _, level, cell in played:
         if agent == "planner":
             assert action == oracle
             moves = tuple(m.strip() for m in oracle.removeprefix("#### ").split(","))
             _, _, made, blocked, reached = grid.run_moves(level, cell, moves, 0)
             assert reached and not blocked and len(made) == level.dist[cell]
     planner = [tok.decode(s.completion_ids[:-1]) for s in samples if s.role == "planner"]
-    assert planner == [p[2] for p in played if p[0] == "planner"]
+    assert planner == [p.oracle for p in played if p.agent == "planner"]
     with pytest.raises(ValueError, match="no near_miss_action"):
         oracle_samples(
             DigitEnv, tok, {"caller": "shared", "echo": "shared"}, [0],
@@ -254,27 +277,14 @@ def test_own_play_plays_the_roles_own_answers_and_keeps_the_oracles_targets():
     """With ``own_play`` a role plays what its model writes (here a stand-in that answers random
     well-formed programs) while its target stays the oracle's; the next role sees that report."""
     pytest.importorskip("transformers")
-    import mas_envs
     from mas_trainer.models import build_byte_tokenizer
     from mas_trainer.warmstart import oracle_samples
 
     tok = build_byte_tokenizer()
-    played, asked = [], []
+    played: list[Played] = []
+    asked = []
     answers = np.random.default_rng(1)
-
-    def make_env():
-        env = mas_envs.make("mas/PlanPath-v1", rows=5, cols=5)
-        step = env.step
-
-        def recording(action):
-            if action is not None:
-                agent = env.agent_selection
-                shown = env.observe(agent)["prompt"]
-                played.append((agent, action, env.oracle_action(agent), shown))
-            step(action)
-
-        env.step = recording
-        return env
+    make_env = recording_planpath(played, rows=5, cols=5)
 
     def answer(agent, prompt_ids):
         text = make_env().random_action(answers, agent)
@@ -285,14 +295,14 @@ def test_own_play_plays_the_roles_own_answers_and_keeps_the_oracles_targets():
         make_env, tok, {"tool": "tool", "planner": "planner"}, list(range(30)),
         rng=np.random.default_rng(0), explore=0.0, own_play={"tool": 1.0}, answer=answer,
     ).samples  # fmt: skip
-    tool = [p for p in played if p[0] == "tool"]
+    tool = [p for p in played if p.agent == "tool"]
     assert tool and [a[0] for a in asked] == ["tool"] * len(tool)
-    for (_, action, _, observation), (_, prompt, text) in zip(tool, asked, strict=True):
-        assert action == text and observation in prompt  # the answer to the prompt it was shown
-    assert any(action != oracle for _, action, oracle, _ in tool)
+    for p, (_, prompt, text) in zip(tool, asked, strict=True):
+        assert p.action == text and p.prompt in prompt  # the answer to the prompt it was shown
+    assert any(p.action != p.oracle for p in tool)
     targets = [tok.decode(s.completion_ids[:-1]) for s in samples if s.role == "tool"]
-    assert targets == [p[2] for p in tool]  # the targets stay the oracle's
-    assert all(a == o for agent, a, o, _ in played if agent == "planner")
+    assert targets == [p.oracle for p in tool]  # the targets stay the oracle's
+    assert all(p.action == p.oracle for p in played if p.agent == "planner")
     with pytest.raises(ValueError, match="no answer function"):
         oracle_samples(
             make_env, tok, {"tool": "tool", "planner": "planner"}, [0],

@@ -350,6 +350,10 @@ class OptimConfig:
     ``warmstart_steps_factor_by_policy`` 0 for its policy) the roles after it learn from the
     reports it really writes, right and wrong (docs/v2-exploration.md, design I). Empty (the
     default): the oracle's answer is played."""
+    warmstart_own_play_decoding: str = "sampled"
+    """How ``warmstart_own_play``'s answers are decoded: ``sampled`` as the rollouts sample
+    (``rollout.temperature``, ``rollout.top_p``: the reports RL will see) or ``greedy`` (the
+    reports the role gives at evaluation)."""
 
     def lr_of(self, policy: str) -> float:
         """The RL learning rate of ``policy``: its ``lr_by_policy`` entry, else ``lr``."""
@@ -391,6 +395,11 @@ class OptimConfig:
         )
         _check(self.warmstart_batch_size >= 1, "optim.warmstart_batch_size must be >= 1")
         _check(self.warmstart_episodes >= 1, "optim.warmstart_episodes must be >= 1")
+        _check(
+            self.warmstart_own_play_decoding in ("sampled", "greedy"),
+            "optim.warmstart_own_play_decoding must be 'sampled' or 'greedy', got "
+            f"{self.warmstart_own_play_decoding!r}",
+        )
         for name in ("warmstart_oracle_share", "warmstart_near_miss", "warmstart_own_play"):
             for role, share in getattr(self, name).items():
                 _check(

@@ -51,7 +51,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -269,11 +269,14 @@ def _evaluate_untrained(run: _Run, state: TrainState) -> dict[str, float]:
 
 
 def _own_answer(run: _Run, agent: str, prompt: list[int]) -> str:
-    """``agent``'s own answer to ``prompt``: its policy's engine samples it as the rollouts do
-    (``optim.warmstart_own_play``)."""
+    """``agent``'s own answer to ``prompt`` (``optim.warmstart_own_play``): its policy's engine
+    samples it as the rollouts do, or greedily (``optim.warmstart_own_play_decoding``)."""
     policy = run.policy_of[agent]
+    params = run.rollout.params
+    if run.cfg.optim.warmstart_own_play_decoding == "greedy":
+        params = replace(params, greedy=True)
     seed = int(run.rng.integers(2**31))
-    (completion,) = run.policies[policy].engine.generate([prompt], run.rollout.params, seed=seed)
+    (completion,) = run.policies[policy].engine.generate([prompt], params, seed=seed)
     text: str = run.rollout.tokenizers[policy].decode(
         completion.token_ids, skip_special_tokens=True
     )

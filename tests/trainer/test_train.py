@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from mas_trainer.config import build_config  # noqa: E402
+from mas_trainer.config import ConfigError, build_config  # noqa: E402
 from mas_trainer.learner import read_checkpoint  # noqa: E402
 from mas_trainer.outputs import RunDir, read_metrics  # noqa: E402
 from mas_trainer.train import train  # noqa: E402
@@ -404,21 +404,37 @@ def test_per_policy_warm_start_steps_train_each_policy_its_own_number_of_steps(t
 
 def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypatch):
     """``optim.warmstart_own_play``: the trainer answers the named role's warm-start turns with
-    its policy's engine, sampled as the rollouts sample, and the run goes on to RL."""
+    its policy's engine, sampled as the rollouts sample (the same prompt gets different answers)
+    or greedily with ``warmstart_own_play_decoding`` greedy (always the same), and the run goes
+    on."""
     import mas_trainer.train as train_module
 
     real, asked = train_module.oracle_samples, []
 
     def spying(*args, answer, **kwargs):
         def recorded(agent, prompt):
-            asked.append((agent, answer(agent, prompt)))
-            return asked[-1][1]
+            asked.append((agent, tuple(prompt), answer(agent, prompt)))
+            return asked[-1][2]
 
         return real(*args, answer=recorded, **kwargs)
 
+    def answers_by_prompt(*extra):
+        asked.clear()
+        own = ["--optim.warmstart_own_play", '{"echo": 1.0}', "--optim.warmstart_episodes", "24"]
+        cfg = fast_config(tmp_path, *own, "--optim.steps", "1", *extra)
+        assert train(cfg)["steps"] == 1
+        assert asked and {agent for agent, _, _ in asked} == {"echo"}
+        by_prompt: dict[tuple[int, ...], list[str]] = {}
+        for _, prompt, text in asked:
+            by_prompt.setdefault(prompt, []).append(text)
+        return by_prompt
+
     monkeypatch.setattr(train_module, "oracle_samples", spying)
-    cfg = fast_config(tmp_path, "--optim.warmstart_own_play", '{"echo": 1.0}', "--optim.steps", "1")
-    summary = train(cfg)
-    assert asked and {agent for agent, _ in asked} == {"echo"}
-    assert all(isinstance(text, str) for _, text in asked)
-    assert summary["steps"] == 1
+    sampled = answers_by_prompt("--run.name", "sampled").values()
+    assert any(len(set(texts)) > 1 for texts in sampled)
+    decoding = ["--optim.warmstart_own_play_decoding", "greedy"]
+    greedy = answers_by_prompt("--run.name", "greedy", *decoding).values()
+    assert any(len(texts) > 1 for texts in greedy)  # some prompts come back...
+    assert all(len(set(texts)) == 1 for texts in greedy)  # ...and get the same answer
+    with pytest.raises(ConfigError, match="warmstart_own_play_decoding"):
+        fast_config(tmp_path, "--optim.warmstart_own_play_decoding", "argmax")

@@ -332,21 +332,27 @@ class OptimConfig:
     well-formed answers (``env.random_action``), e.g. ``'{"tool": 0.2}'``. Roles not named get
     the oracle's answer every time. Below 1 the warm start teaches the role's answer format without
     teaching it what solves the task. (The oracle's answer is what is played either way.)"""
+    warmstart_explore: dict[str, float] = field(default_factory=dict)
+    """Per role, the probability that a warm-start step of that role *plays* a random well-formed
+    answer (``env.random_action``) instead of the oracle's, so that the roles after it and its
+    own later turns see states an oracle team never reaches; its target stays the oracle's.
+    Roles not named: 0.3. E.g. ``'{"tool": 0}'`` with ``warmstart_own_play '{"tool": 1}'``: the
+    planner sees only the tool's own reports."""
     warmstart_near_miss: dict[str, float] = field(default_factory=dict)
     """Per role, the probability that a warm-start step of that role *plays* a near miss (the
     env's ``near_miss_action``: on Plan-Path the oracle's answer on the level with some walls
     misread as free) instead of the oracle's answer, e.g. ``'{"tool": 0.5}'``, among the steps
-    not played at random (30% are); its target stays the oracle's. The roles after it then see
-    wrong reports like a learning tool's, with the level's answer as their target, so that
-    copying a report is not always what the data teaches (whether a tiny planner learns to check
-    one: docs/v2-exploration.md, designs E to H). Empty (the default): the oracle's answer is
-    played, and a random one on 30% of the steps."""
+    not played at random (``warmstart_explore``); its target stays the oracle's. The roles after
+    it then see wrong reports like a learning tool's, with the level's answer as their target, so
+    that copying a report is not always what the data teaches (whether a tiny planner learns to
+    check one: docs/v2-exploration.md, designs E to H). Empty (the default): the oracle's answer is
+    played, or a random one (``warmstart_explore``)."""
     warmstart_own_play: dict[str, float] = field(default_factory=dict)
     """Per role, the probability that a warm-start step of that role *plays* the role's own
     model's answer (sampled as the rollouts sample) instead of the oracle's, among the steps
-    neither played at random nor near misses, e.g. ``'{"tool": 1.0}'``; its target stays the
-    oracle's (DAgger with the learner's policy). The answers are drawn before the first
-    supervised step: for a role trained earlier (``model.role_models``, with
+    neither played at random (``warmstart_explore``) nor near misses, e.g. ``'{"tool": 1.0}'``;
+    its target stays the oracle's (DAgger with the learner's policy). The answers are drawn
+    before the first supervised step: for a role trained earlier (``model.role_models``, with
     ``warmstart_steps_factor_by_policy`` 0 for its policy) the roles after it learn from the
     reports it really writes, right and wrong (docs/v2-exploration.md, design I). Empty (the
     default): the oracle's answer is played."""
@@ -400,7 +406,8 @@ class OptimConfig:
             "optim.warmstart_own_play_decoding must be 'sampled' or 'greedy', got "
             f"{self.warmstart_own_play_decoding!r}",
         )
-        for name in ("warmstart_oracle_share", "warmstart_near_miss", "warmstart_own_play"):
+        shares = ("oracle_share", "explore", "near_miss", "own_play")
+        for name in (f"warmstart_{share}" for share in shares):
             for role, share in getattr(self, name).items():
                 _check(
                     isinstance(share, int | float) and 0 <= share <= 1,

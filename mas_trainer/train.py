@@ -312,6 +312,7 @@ def _warm_start(run: _Run, state: TrainState) -> None:
         system_message=cfg.rollout.system_message,
         enable_thinking=cfg.rollout.enable_thinking,
         oracle_share=cfg.optim.warmstart_oracle_share,
+        explore=cfg.optim.warmstart_explore,
         near_miss=cfg.optim.warmstart_near_miss,
         own_play=cfg.optim.warmstart_own_play,
         answer=partial(_own_answer, run),

@@ -35,7 +35,10 @@ from mas_trainer.lockstep import lockstep
 from mas_trainer.rollout import Tokenizers, encode_prompt, policy_tokenizers
 from mas_trainer.samples import TrainSample
 
-__all__ = ["Answer", "OracleSamples", "cosine_lr", "oracle_samples", "warm_start"]
+__all__ = ["EXPLORE", "Answer", "OracleSamples", "cosine_lr", "oracle_samples", "warm_start"]
+
+EXPLORE = 0.3
+"""The share of warm-start steps that play a random answer, for a role not given its own."""
 
 Answer = Callable[[str, list[int]], str]
 """A role's own answer, ``answer(agent, prompt_ids) -> text``: its model's completion of the
@@ -58,7 +61,7 @@ def oracle_samples(
     task_ids: Sequence[Any],
     *,
     rng: np.random.Generator,
-    explore: float = 0.3,
+    explore: float | Mapping[str, float] = EXPLORE,
     system_message: bool = True,
     enable_thinking: bool = False,
     oracle_share: Mapping[str, float] | None = None,
@@ -75,7 +78,8 @@ def oracle_samples(
         policy_of: Role -> policy name; each sample's ``policy`` routes it to that learner.
         task_ids: Training tasks to play.
         rng: Draws which actions are explored and the random answers.
-        explore: Probability that a step executes a random answer instead of the oracle's.
+        explore: Probability that a step executes a random answer instead of the oracle's; or
+            one per role (roles not named: :data:`EXPLORE`).
         system_message: Include the env's system text in the prompt (as the rollouts do).
         enable_thinking: The chat template's thinking switch (as the rollouts pass it).
         oracle_share: Per role, the probability that a sample's target is the oracle's answer;
@@ -148,7 +152,7 @@ def _episode(
     policy_of: Mapping[str, str],
     rng: np.random.Generator,
     *,
-    explore: float,
+    explore: float | Mapping[str, float],
     system_message: bool,
     enable_thinking: bool,
     oracle_share: Mapping[str, float] | None,
@@ -188,7 +192,8 @@ def _episode(
         # targets do not change the states the other roles see. A role without near_miss or
         # own_play draws no number for them, so runs without them reproduce.
         played = oracle
-        if rng.random() < explore:
+        rate = explore.get(agent, EXPLORE) if isinstance(explore, Mapping) else explore
+        if rng.random() < rate:
             played = env.random_action(rng, agent)
         elif near_miss.get(agent, 0.0) > 0 and rng.random() < near_miss[agent]:
             played = env.near_miss_action(rng, agent)

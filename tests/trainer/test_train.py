@@ -409,9 +409,11 @@ def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypat
     on."""
     import mas_trainer.train as train_module
 
-    real, asked = train_module.oracle_samples, []
+    real, asked, explore = train_module.oracle_samples, [], []
 
     def spying(*args, answer, **kwargs):
+        explore.append(kwargs["explore"])
+
         def recorded(agent, prompt):
             asked.append((agent, tuple(prompt), answer(agent, prompt)))
             return asked[-1][2]
@@ -433,7 +435,9 @@ def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypat
     sampled = answers_by_prompt("--run.name", "sampled").values()
     assert any(len(set(texts)) > 1 for texts in sampled)
     decoding = ["--optim.warmstart_own_play_decoding", "greedy"]
-    greedy = answers_by_prompt("--run.name", "greedy", *decoding).values()
+    no_random = ["--optim.warmstart_explore", '{"echo": 0}']
+    greedy = answers_by_prompt("--run.name", "greedy", *decoding, *no_random).values()
+    assert explore == [{}, {"echo": 0}]  # optim.warmstart_explore reaches the warm start
     assert any(len(texts) > 1 for texts in greedy)  # some prompts come back...
     assert all(len(set(texts)) == 1 for texts in greedy)  # ...and get the same answer
     with pytest.raises(ConfigError, match="warmstart_own_play_decoding"):

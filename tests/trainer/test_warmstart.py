@@ -312,6 +312,28 @@ def test_own_play_plays_the_roles_own_answers_and_keeps_the_oracles_targets():
         build_config("plan-path-tiny", overrides=["--optim.warmstart_own_play", '{"tool": -1}'])
 
 
+def test_explore_can_be_set_per_role():
+    """``explore`` per role: a role at 1 plays random answers on every step, one at 0 the
+    oracle's on every step, and the targets stay the oracle's for both."""
+    pytest.importorskip("transformers")
+    from mas_trainer.models import build_byte_tokenizer
+    from mas_trainer.warmstart import oracle_samples
+
+    tok = build_byte_tokenizer()
+    played: list[Played] = []
+    samples = oracle_samples(
+        recording_planpath(played, rows=5, cols=5), tok, {"tool": "tool", "planner": "planner"},
+        list(range(20)), rng=np.random.default_rng(0), explore={"tool": 1.0, "planner": 0.0},
+    ).samples  # fmt: skip
+    tool = [p for p in played if p.agent == "tool"]
+    assert sum(p.action != p.oracle for p in tool) > 0.9 * len(tool)
+    assert all(p.action == p.oracle for p in played if p.agent == "planner")
+    targets = [tok.decode(s.completion_ids[:-1]) for s in samples]
+    assert targets == [p.oracle for p in played]
+    with pytest.raises(ConfigError, match="warmstart_explore"):
+        build_config("plan-path-tiny", overrides=["--optim.warmstart_explore", '{"tool": 1.5}'])
+
+
 def test_warm_start_skips_codecontests_problems_without_a_python_reference(tmp_path):
     """A published CodeContests problem may have no correct Python 3 solution (the fixture's
     ``1002_B. Words`` has only a Python 2 one): its oracle cannot play, the warm start skips it

@@ -106,11 +106,12 @@ def parse_args(
     episodes: int,
     mode: str | None = None,
     second_help: str | None = None,
+    modes: tuple[str, str] | None = None,
 ) -> tuple[argparse.Namespace, Levels]:
     """The command line of a v2 probe (a policy, the levels, the env's options, torch's
     threads; with ``mode`` given the env mode, that its default; with ``second_help`` a second
-    policy, ``second``), with torch's threads set: the parsed arguments and the levels they
-    name."""
+    policy, ``second``; with ``modes`` the two policies' env modes, those their defaults), with
+    torch's threads set: the parsed arguments and the levels they name."""
     parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("policy", help=policy_help)
     if second_help is not None:
@@ -125,6 +126,14 @@ def parse_args(
             default=mode,
             choices=("single", "tool", "mas"),
             help="who plays: the planner alone, the tool alone, or the team",
+        )
+    if modes is not None:
+        parser.add_argument(
+            "--modes",
+            nargs=2,
+            default=list(modes),
+            choices=("single", "tool", "mas"),
+            help="the env mode of each policy: the planner alone, the tool alone, or the team",
         )
     parser.add_argument(
         "--env-options",

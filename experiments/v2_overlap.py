@@ -18,7 +18,8 @@ level.
         [--max-new-tokens 128] [--threads 1]
 
 FIRST and SECOND: run folders or policy folders.
-Measured figures: docs/v2-exploration.md, sections "Designs E to H on 7x7" and "Design I".
+Measured figures: docs/v2-exploration.md, sections "Designs E to H on 7x7" and "Designs I to L
+on 7x7".
 """
 
 from __future__ import annotations

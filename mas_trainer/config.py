@@ -354,7 +354,7 @@ class OptimConfig:
     its target stays the oracle's (DAgger with the learner's policy). The answers are drawn
     before the first supervised step: for a role trained earlier (``model.role_models``, with
     ``warmstart_steps_factor_by_policy`` 0 for its policy) the roles after it learn from the
-    reports it really writes, right and wrong (docs/v2-exploration.md, design I). Empty (the
+    reports it really writes, right and wrong (docs/v2-exploration.md, designs I to L). Empty (the
     default): the oracle's answer is played."""
     warmstart_own_play_decoding: str = "sampled"
     """How ``warmstart_own_play``'s answers are decoded: ``sampled`` as the rollouts sample

@@ -295,7 +295,10 @@ class OptimConfig:
     lr_by_policy: dict[str, float] = field(default_factory=dict)
     """Per policy name, an RL learning rate in place of ``lr``, e.g. ``'{"planner": 1e-3}'``
     (per-role policies are named by role, a shared one ``shared``). Policies not named use
-    ``lr``; a name that is no policy of the run is ignored (as in ``warmstart_lr_by_policy``)."""
+    ``lr``; a name that is no policy of the run is ignored (as in ``warmstart_lr_by_policy``).
+    A rate of 0 freezes that policy in RL: its turns are still sampled and scored, and the
+    other policies learn from them, but it takes no update (e.g. ``'{"tool": 0}'``: a trained
+    tool kept as it is while the planner learns to use it)."""
     weight_decay: float = 0.01
     """AdamW weight decay."""
     grad_clip: float = 1.0
@@ -378,11 +381,12 @@ class OptimConfig:
     def __post_init__(self) -> None:
         _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
         _check(self.lr > 0 and self.warmstart_lr > 0, "optim.lr and warmstart_lr must be > 0")
-        for field_name in ("lr_by_policy", "warmstart_lr_by_policy"):
+        for field_name, least in (("lr_by_policy", ">= 0"), ("warmstart_lr_by_policy", "> 0")):
             for name, rate in getattr(self, field_name).items():
+                number = isinstance(rate, int | float) and not isinstance(rate, bool)
                 _check(
-                    isinstance(rate, int | float) and not isinstance(rate, bool) and rate > 0,
-                    f"optim.{field_name}[{name!r}] must be a number > 0, got {rate!r}",
+                    number and (rate >= 0 if least == ">= 0" else rate > 0),
+                    f"optim.{field_name}[{name!r}] must be a number {least}, got {rate!r}",
                 )
         _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         _check(self.grad_clip > 0, "optim.grad_clip must be > 0")

@@ -187,7 +187,7 @@ def build_policies(
         resolve: the smallest RL and warm-start rate among those policies."""
         o = cfg.optim
         for steps, rates, field_name, by_policy in (
-            (o.steps, {n: o.lr_of(n) for n in names}, "lr", o.lr_by_policy),
+            (o.steps, {n: o.lr_of(n) for n in names if o.lr_of(n) > 0}, "lr", o.lr_by_policy),
             (
                 max(o.warmstart_steps_of(n) for n in names),
                 {n: o.warmstart_lr_of(n) for n in names if o.warmstart_steps_of(n)},
@@ -195,7 +195,7 @@ def build_policies(
                 o.warmstart_lr_by_policy,
             ),
         ):
-            if steps:
+            if steps and rates:  # no rate: every policy of the model is frozen (lr 0)
                 name = min(rates, key=rates.__getitem__)
                 what = f"{field_name}_by_policy[{name!r}]" if name in by_policy else field_name
                 params = [p for p in model.parameters() if p.requires_grad]

@@ -421,11 +421,13 @@ def _rl_step(run: _Run, state: TrainState, bar: Any) -> None:
     )
     metrics.update(algo_metrics)
     with _ctrl_c_after_the_step():  # a half-applied update is no state to save
-        # 3.3 update: each policy learns from its own samples
+        # 3.3 update: each policy learns from its own samples (a frozen one, lr 0, from none)
         t1 = time.perf_counter()
         mine = {n: [s for s in batch if s.policy == n] for n in run.policies}
         updates = {
-            n: partial(pol.learner.update, mine[n]) for n, pol in run.policies.items() if mine[n]
+            n: partial(pol.learner.update, mine[n])
+            for n, pol in run.policies.items()
+            if mine[n] and cfg.optim.lr_of(n) > 0
         }
         for n, out in once_each(updates, side_by_side=run.side_by_side).items():
             suffix = "" if len(run.policies) == 1 else f"/{n}"

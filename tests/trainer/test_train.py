@@ -383,8 +383,8 @@ def test_config_checks_per_policy_rl_rates():
     assert cfg.optim.lr_of("planner") == 1e-3 and cfg.optim.lr_of("tool") == cfg.optim.lr
     from mas_trainer.config import ConfigError
 
-    for bad in ('{"tool": 0}', '{"tool": "fast"}', '{"tool": true}'):
-        with pytest.raises(ConfigError, match=r"lr_by_policy\['tool'\] must be a number > 0"):
+    for bad in ('{"tool": -1e-3}', '{"tool": "fast"}', '{"tool": true}'):
+        with pytest.raises(ConfigError, match=r"lr_by_policy\['tool'\] must be a number >= 0"):
             build_config("plan-path-tiny", overrides=["--optim.lr_by_policy", bad])
 
 
@@ -442,3 +442,20 @@ def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypat
     assert all(len(set(texts)) == 1 for texts in greedy)  # ...and get the same answer
     with pytest.raises(ConfigError, match="warmstart_own_play_decoding"):
         fast_config(tmp_path, "--optim.warmstart_own_play_decoding", "argmax")
+
+
+def test_a_policy_at_rate_0_is_frozen_in_rl(tmp_path):
+    """``optim.lr_by_policy`` 0: the policy's turns are still played and scored, but it takes no
+    update (none is run, so its weights and optimizer state stay as they were)."""
+    cfg = fast_config(
+        tmp_path, "--algo.policy_map", "per_role", "--optim.warmstart_steps", "0",
+        "--optim.lr_by_policy", '{"echo": 0}', "--run.name", "frozen",
+    )  # fmt: skip
+    train(cfg)
+    records = [r for r in read_metrics(tmp_path / "frozen" / "metrics.jsonl") if r["phase"] == "rl"]
+    assert records and all("rollout/reward/echo" in r for r in records)  # still played
+    updated = [k for r in records for k in r if k.startswith(("loss/", "optim/")) and "echo" in k]
+    assert not updated
+    assert not changed(RunDir(tmp_path / "frozen").latest_checkpoint() / "echo", initial_params())
+    with pytest.raises(ConfigError, match=r"lr_by_policy\['echo'\] must be a number >= 0"):
+        fast_config(tmp_path, "--optim.lr_by_policy", '{"echo": -1e-3}')

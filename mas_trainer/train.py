@@ -433,8 +433,9 @@ def _rl_step(run: _Run, state: TrainState, bar: Any) -> None:
             suffix = "" if len(run.policies) == 1 else f"/{n}"
             metrics.update({f"{k}{suffix}": float(v) for k, v in out.items()})
         metrics["perf/update_s"] = time.perf_counter() - t1
-        # 3.4 sync: engines holding their own weights get the learner's (no-op if shared)
-        sync_engines(run.policies, cfg.model.engine_weights_dtype)
+        # 3.4 sync: engines holding their own weights get the learner's (no-op if shared); a
+        # policy not updated (frozen, or no samples this step) still has its engine's weights
+        sync_engines({n: run.policies[n] for n in updates}, cfg.model.engine_weights_dtype)
         state.step += 1
         state.final = None  # trained past any earlier final evaluation
         step = state.step

@@ -444,9 +444,20 @@ def test_own_play_in_the_warm_start_samples_the_roles_engine(tmp_path, monkeypat
         fast_config(tmp_path, "--optim.warmstart_own_play_decoding", "argmax")
 
 
-def test_a_policy_at_rate_0_is_frozen_in_rl(tmp_path):
+def test_a_policy_at_rate_0_is_frozen_in_rl(tmp_path, monkeypatch):
     """``optim.lr_by_policy`` 0: the policy's turns are still played and scored, but it takes no
-    update (none is run, so its weights and optimizer state stay as they were)."""
+    update (none is run, so its weights and optimizer state stay as they were) and its engine
+    gets no weights after an RL step (an 8B tool on vLLM is not resent for nothing)."""
+    import mas_trainer.train as train_module
+
+    synced: list[set[str]] = []
+    real_sync = train_module.sync_engines
+
+    def recording_sync(policies, *args, **kwargs):
+        synced.append(set(policies))
+        return real_sync(policies, *args, **kwargs)
+
+    monkeypatch.setattr(train_module, "sync_engines", recording_sync)
     cfg = fast_config(
         tmp_path, "--algo.policy_map", "per_role", "--optim.warmstart_steps", "0",
         "--optim.lr_by_policy", '{"echo": 0}', "--run.name", "frozen",
@@ -457,5 +468,6 @@ def test_a_policy_at_rate_0_is_frozen_in_rl(tmp_path):
     updated = [k for r in records for k in r if k.startswith(("loss/", "optim/")) and "echo" in k]
     assert not updated
     assert not changed(RunDir(tmp_path / "frozen").latest_checkpoint() / "echo", initial_params())
+    assert synced and all("echo" not in names for names in synced)  # no warm start here
     with pytest.raises(ConfigError, match=r"lr_by_policy\['echo'\] must be a number >= 0"):
         fast_config(tmp_path, "--optim.lr_by_policy", '{"echo": -1e-3}')

@@ -381,12 +381,14 @@ class OptimConfig:
     def __post_init__(self) -> None:
         _check(self.steps >= 0, f"optim.steps must be >= 0, got {self.steps}")
         _check(self.lr > 0 and self.warmstart_lr > 0, "optim.lr and warmstart_lr must be > 0")
-        for field_name, least in (("lr_by_policy", ">= 0"), ("warmstart_lr_by_policy", "> 0")):
+        # an RL rate of 0 freezes a policy; the warm start has steps per policy for that
+        for field_name, zero_ok in (("lr_by_policy", True), ("warmstart_lr_by_policy", False)):
             for name, rate in getattr(self, field_name).items():
                 number = isinstance(rate, int | float) and not isinstance(rate, bool)
                 _check(
-                    number and (rate >= 0 if least == ">= 0" else rate > 0),
-                    f"optim.{field_name}[{name!r}] must be a number {least}, got {rate!r}",
+                    number and (rate >= 0 if zero_ok else rate > 0),
+                    f"optim.{field_name}[{name!r}] must be a number {'>=' if zero_ok else '>'} 0, "
+                    f"got {rate!r}",
                 )
         _check(self.weight_decay >= 0, "optim.weight_decay must be >= 0")
         _check(self.grad_clip > 0, "optim.grad_clip must be > 0")

@@ -381,8 +381,6 @@ def test_per_policy_rl_rates_reach_each_learner_and_a_resume_can_change_them(tmp
 def test_config_checks_per_policy_rl_rates():
     cfg = build_config("plan-path-tiny", overrides=["--optim.lr_by_policy", '{"planner": 1e-3}'])
     assert cfg.optim.lr_of("planner") == 1e-3 and cfg.optim.lr_of("tool") == cfg.optim.lr
-    from mas_trainer.config import ConfigError
-
     for bad in ('{"tool": -1e-3}', '{"tool": "fast"}', '{"tool": true}'):
         with pytest.raises(ConfigError, match=r"lr_by_policy\['tool'\] must be a number >= 0"):
             build_config("plan-path-tiny", overrides=["--optim.lr_by_policy", bad])

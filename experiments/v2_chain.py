@@ -1,0 +1,341 @@
+"""Design L on 7x7 `mas/PlanPathCode-v2` for one seed, end to end: the team and its controls.
+
+Runs every stage of design L (docs/v2-exploration.md, "Designs I to L on 7x7") and of the
+controls it is compared with, for one seed, in dependency order and ``--jobs`` at a time; then
+plays the paired comparisons (``v2_overlap.py``) on the validation split and, once, on the test
+split; and writes one results file in the schema of ``experiments/results/v2-7x7/seed-0.json``.
+
+=========  ==========================================================================  =========
+stage      what                                                                        after
+=========  ==========================================================================  =========
+``t7``     the tool alone, 1,200 warm-start steps on the copy (oracle targets)
+``t7b``    the same tool, 1,800 more steps on a fresh schedule (3,000 in all)          t7
+``t7b_rl`` the tool alone + GRPO, 80 steps (the paper's SA-code control)               t7b
+``s7``     the single agent without code, 1,200 warm-start steps
+``s7b``    the same, 1,800 more steps (3,000 in all)                                   s7
+``s7b_rl`` the single agent + GRPO, 80 steps                                           s7b
+``k7``     the team: t7b's tool beside s7b's planner, 1,500 planner steps on the       t7b, s7b
+           tool's own greedy reports (``optim.warmstart_own_play``), tool never random
+``l7``     design L: k7's planner, 1,500 more steps on a fresh schedule                k7
+``l7_rl``  L + AT-GRPO, 40 steps                                                       l7
+``s7c``    the single agent with L's planner budget: s7b + 1,500 steps                 s7b
+``s7d``    + 1,500 more on a fresh schedule (6,000 in all)                             s7c
+``s7d_rl`` that single agent + GRPO, 40 steps                                          s7d
+=========  ==========================================================================  =========
+
+Seed S: a stage that starts a chain runs with ``run.seed`` 2S, a continuation on a fresh
+schedule with 2S + 1, so seed 0 repeats the commands that made ``seed-0.json``. A stage whose
+run folder holds a ``summary.json`` is not run again, nor is a comparison already in the
+results file (``--out``): an interrupted chain resumes, and the test split is played once.
+
+    python experiments/v2_chain.py [--seed 1] [--out-dir runs/v2-chain] [--out FILE]
+        [--jobs 2] [--scale 1.0] [--probe-episodes 400] [--test-episodes 200] [--no-test]
+
+``--scale`` multiplies every step count (at least 1; a smoke run of the whole chain:
+``--scale 0.002 --eval-episodes 4 --probe-episodes 4 --test-episodes 4``). One seed at scale 1
+costs about 1.8 CPU hours (seed 0: 6,500 CPU seconds) and about 80 minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+ENV_OPTIONS = {"rows": 7, "cols": 7, "wall_prob": 0.22}
+MAX_NEW_TOKENS = 128
+
+
+class Stage(NamedTuple):
+    """One ``mas-train`` run of the chain: its name (its run folder), what it is, the stages
+    whose checkpoints it starts from, whether it continues a chain on a fresh schedule (the
+    seed 2S + 1) and its options (``{run}`` names a stage's folder)."""
+
+    name: str
+    what: str
+    after: tuple[str, ...]
+    fresh_schedule: bool
+    options: tuple[str, ...]
+
+
+def _warmstart(steps: int, episodes: int, *more: str) -> tuple[str, ...]:
+    return (
+        "--optim.warmstart_steps", str(steps), "--optim.warmstart_episodes", str(episodes),
+        *more, "--optim.steps", "0", "--eval.every", "0",
+    )  # fmt: skip
+
+
+def _ckpt(stage: str, policy: str) -> str:
+    """A policy of a stage's warm-start checkpoint (``{stage}``: its run folder, filled in
+    later)."""
+    return "{%s}/checkpoints/step-000000/%s" % (stage, policy)  # noqa: UP031 (braces kept)
+
+
+def _roles(**policies: str) -> tuple[str, str]:
+    """``--model.role_models``: each role's policy, as ``_ckpt``'s paths."""
+    return ("--model.role_models", json.dumps(policies))
+
+
+_TOOL = ("--env.mode", "tool", "--algo.policy_map", "shared")
+_SINGLE = ("--env.mode", "single")
+_ORACLE = ("--optim.warmstart_oracle_share", '{"tool": 1.0}')
+_LR = ("--optim.warmstart_lr", "3e-3")
+_ALONE = ("--optim.warmstart_steps_factor_by_policy", '{"planner": 1}', *_LR)
+_OWN_PLAY = (
+    "--optim.warmstart_steps_factor_by_policy", '{"tool": 0}', *_LR,
+    "--optim.warmstart_own_play", '{"tool": 1.0}',
+    "--optim.warmstart_own_play_decoding", "greedy", "--optim.warmstart_explore", '{"tool": 0}',
+)  # fmt: skip
+_RL = ("--rollout.k", "8", "--optim.lr", "1e-4", "--optim.steps", "80", "--eval.every", "20")
+_RL40 = (*_RL, "--optim.steps", "40", "--optim.warmstart_steps", "0")
+
+STAGES = (  # the longest chain (t7, t7b, k7, l7) first where several are ready
+    Stage("t7", "tool alone, 1,200 warm-start steps on the copy", (), False,
+          (*_TOOL, *_warmstart(1200, 512, *_ORACLE))),
+    Stage("s7", "single agent without code, 1,200 warm-start steps", (), False,
+          (*_SINGLE, "--optim.warmstart_steps", "600", "--optim.warmstart_steps_factor_by_policy",
+           '{"planner": 2}', "--optim.warmstart_episodes", "512", "--optim.steps", "0",
+           "--eval.every", "0")),
+    Stage("t7b", "the same tool, 1,800 more steps (3,000 in all)", ("t7",), True,
+          (*_TOOL, "--model.name", _ckpt("t7", "shared"), *_warmstart(1800, 1024, *_LR, *_ORACLE))),
+    Stage("s7b", "the same single agent, 1,800 more steps (3,000 in all)", ("s7",), True,
+          (*_SINGLE, *_roles(planner=_ckpt("s7", "planner")), *_warmstart(1800, 1024, *_ALONE))),
+    Stage("k7", "K: t7b's tool + s7b's planner, 1,500 team steps on the tool's own greedy reports",
+          ("t7b", "s7b"), False, (*_warmstart(1500, 2048, *_OWN_PLAY),
+          *_roles(tool=_ckpt("t7b", "shared"), planner=_ckpt("s7b", "planner")))),
+    Stage("l7", "L: k7's planner + 1,500 more team steps (6,000 planner steps in all)", ("k7",),
+          True, (*_warmstart(1500, 2048, *_OWN_PLAY),
+          *_roles(tool=_ckpt("t7b", "shared"), planner=_ckpt("k7", "planner")))),
+    Stage("s7c", "single agent, s7b + 1,500 steps", ("s7b",), False,
+          (*_SINGLE, *_roles(planner=_ckpt("s7b", "planner")), *_warmstart(1500, 2048, *_ALONE))),
+    Stage("s7d", "single agent with L's planner budget (6,000 steps)", ("s7c",), True,
+          (*_SINGLE, *_roles(planner=_ckpt("s7c", "planner")), *_warmstart(1500, 2048, *_ALONE))),
+    Stage("t7b_rl", "tool alone (3,000 steps) + GRPO", ("t7b",), False,
+          (*_RL, "--model.name", _ckpt("t7b", "shared"), *_TOOL, "--optim.warmstart_steps", "0")),
+    Stage("s7b_rl", "single agent (3,000 steps) + GRPO", ("s7b",), False,
+          (*_RL, *_SINGLE, "--optim.warmstart_steps", "0",
+           *_roles(planner=_ckpt("s7b", "planner")))),
+    Stage("l7_rl", "L + AT-GRPO", ("l7",), False,
+          (*_RL40, *_roles(tool=_ckpt("l7", "tool"), planner=_ckpt("l7", "planner")))),
+    Stage("s7d_rl", "single agent (6,000 steps) + GRPO", ("s7d",), False,
+          (*_RL40, *_SINGLE, *_roles(planner=_ckpt("s7d", "planner")))),
+)  # fmt: skip
+
+COMPARISONS = (  # (first, its mode, second, its mode): the team against each control, by level
+    ("l7", "mas", "t7b_rl", "tool"),
+    ("l7", "mas", "s7d", "single"),
+)
+
+_STEP_OPTIONS = ("--optim.warmstart_steps", "--optim.steps")
+
+
+def common(seed: int, eval_episodes: int) -> tuple[str, ...]:
+    """The options every stage shares (``C`` in the exploration log), at the stage's seed."""
+    return (
+        "plan-path-tiny", "--env.id", "mas/PlanPathCode-v2", "--env.options",
+        json.dumps(ENV_OPTIONS), "--rollout.max_new_tokens", str(MAX_NEW_TOKENS),
+        "--run.threads", "1", "--run.seed", str(seed), "--eval.episodes", str(eval_episodes),
+        "--eval.split", "validation",
+    )  # fmt: skip
+
+
+def stage_argv(
+    stage: Stage, seed: int, runs: Path, scale: float = 1.0, eval_episodes: int = 100
+) -> list[str]:
+    """``mas-train``'s arguments for ``stage`` of seed ``seed``, run folders under ``runs``; every
+    step count times ``scale`` (at least 1 where it was not 0)."""
+    filled = [_fill(o, runs) for o in stage.options]
+    for i, name in enumerate(filled[:-1]):
+        if name in _STEP_OPTIONS and filled[i + 1] != "0":
+            filled[i + 1] = str(max(1, round(int(filled[i + 1]) * scale)))
+    run_seed = 2 * seed + stage.fresh_schedule
+    return [
+        *common(run_seed, eval_episodes), *filled, "--run.name", stage.name,
+        "--run.out_dir", str(runs), "--run.progress", "false",
+    ]  # fmt: skip
+
+
+def _fill(option: str, runs: Path) -> str:
+    """``{name}`` in an option: that stage's run folder under ``runs``."""
+    for stage in STAGES:
+        option = option.replace(f"{{{stage.name}}}", str(runs / stage.name))
+    return option
+
+
+def _done(runs: Path, name: str) -> bool:
+    summary = runs / name / "summary.json"
+    return summary.is_file() and not json.loads(summary.read_text()).get("interrupted")
+
+
+def run_stages(
+    argv_of: Callable[[Stage], list[str]],
+    runs: Path,
+    mas_train: Sequence[str],
+    jobs: int = 2,
+    poll_s: float = 1.0,
+) -> list[str]:
+    """Run every stage not yet done, each once its ``after`` stages are, ``jobs`` at a time,
+    each one's output in ``runs/<stage>.log``: the stages run, in the order they started. A
+    stage that fails stops the chain (the others running finish first)."""
+    runs.mkdir(parents=True, exist_ok=True)
+    todo = [s for s in STAGES if not _done(runs, s.name)]
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    started: list[str] = []
+    failed: list[str] = []
+    while todo or running:
+        for name, proc in list(running.items()):
+            if proc.poll() is not None:
+                del running[name]
+                if proc.returncode != 0 or not _done(runs, name):
+                    failed.append(f"{name} (exit {proc.returncode}; {runs / name}.log)")
+        ready = [s for s in todo if all(_done(runs, a) for a in s.after)]
+        while ready and len(running) < jobs and not failed:
+            stage = ready.pop(0)
+            todo.remove(stage)
+            (runs / f"{stage.name}.commit").write_text(_commit())  # the code it ran
+            with (runs / f"{stage.name}.log").open("wb") as log:
+                running[stage.name] = subprocess.Popen(
+                    [*mas_train, *argv_of(stage)], stdout=log, stderr=subprocess.STDOUT
+                )
+            started.append(stage.name)
+            print(f"[chain] {stage.name}: {stage.what}", flush=True)
+        if failed and not running:
+            raise RuntimeError(f"stage failed: {', '.join(failed)}; fix it and run again")
+        if not running and todo:
+            blocked = ", ".join(s.name for s in todo)
+            raise RuntimeError(f"stages {blocked} wait on stages that did not finish")
+        time.sleep(poll_s if running else 0)
+    return started
+
+
+def run_record(stage: Stage, runs: Path, argv: Sequence[str]) -> dict[str, Any]:
+    """A finished stage as the results file keeps it: what, command, validation success by RL
+    step, the warm start's and final success, wall and CPU seconds."""
+    curve = {}
+    for line in (runs / stage.name / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "eval/success" in row:
+            curve[str(row.get("step"))] = row["eval/success"]
+    summary = json.loads((runs / stage.name / "summary.json").read_text())
+    return {
+        "what": stage.what,
+        "command": "mas-train " + shlex.join(argv),
+        "code": _read(runs / f"{stage.name}.commit") or "unknown",
+        "validation_success_by_rl_step": curve,
+        "success_warmstart": summary.get("success_warmstart"),
+        "success_final": summary["success_final"],
+        "wall_s": round(summary["wall_s"]),
+        "cpu_s": round(summary["cpu_s"]),
+    }
+
+
+def comparison_argv(
+    first: str,
+    first_mode: str,
+    second: str,
+    second_mode: str,
+    runs: Path,
+    split: str,
+    episodes: int,
+) -> list[str]:
+    """``v2_overlap.py``'s arguments: ``first`` (its warm start's checkpoint when it ran no RL,
+    as ``l7``) against ``second``, paired on the first ``episodes`` levels of ``split``."""
+    return [
+        str(Path(__file__).with_name("v2_overlap.py")), _policy(runs, first), _policy(runs, second),
+        "--modes", first_mode, second_mode, "--split", split, "--episodes", str(episodes),
+        "--env-options", json.dumps(ENV_OPTIONS), "--max-new-tokens", str(MAX_NEW_TOKENS),
+    ]  # fmt: skip
+
+
+def _policy(runs: Path, name: str) -> str:
+    """A stage's trained policies: its run folder, or its warm start's checkpoint when it ran
+    no RL (a run folder's policies are its last RL checkpoint's)."""
+    steps = int(json.loads((runs / name / "summary.json").read_text())["steps"])
+    return str(runs / name / "checkpoints" / "step-000000") if steps == 0 else str(runs / name)
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text().strip() if path.is_file() else None
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
+            cwd=Path(__file__).parent,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def compare(results: dict[str, Any], key: str, argv: Sequence[str]) -> None:
+    """Run ``v2_overlap.py`` with ``argv`` unless ``results[key]`` has its line already; keep
+    the line it prints last (the counts and the paired test)."""
+    command = "python experiments/v2_overlap.py " + shlex.join(argv[1:])
+    if command in results[key]:
+        return
+    out = subprocess.run([sys.executable, *argv], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"{command} failed:\n{out.stderr[-2000:]}")
+    results[key][command] = out.stdout.strip().splitlines()[-1]
+    print(f"[chain] {results[key][command]}", flush=True)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seed", type=int, default=1, help="the chain's seed (default 1)")
+    parser.add_argument("--out-dir", default="runs/v2-chain", help="run folders: OUT_DIR/seed-S")
+    parser.add_argument("--out", default=None, help="results file (OUT_DIR/seed-S.json)")
+    parser.add_argument("--jobs", type=int, default=2, help="stages run at once (default 2)")
+    parser.add_argument("--scale", type=float, default=1.0, help="every step count times this")
+    parser.add_argument("--eval-episodes", type=int, default=100, help="validation levels per run")
+    parser.add_argument(
+        "--probe-episodes", type=int, default=400, help="validation levels per comparison"
+    )
+    parser.add_argument("--test-episodes", type=int, default=200, help="test levels, played once")
+    parser.add_argument("--no-test", action="store_true", help="do not play the test split")
+    parser.add_argument(
+        "--mas-train",
+        default=str(Path(sys.executable).with_name("mas-train")),
+        help="the mas-train command (default: the one beside this Python)",
+    )
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.scale <= 0:
+        parser.error("--jobs must be at least 1 and --scale above 0")
+    runs = Path(args.out_dir) / f"seed-{args.seed}"
+    out = Path(args.out or Path(args.out_dir) / f"seed-{args.seed}.json")
+
+    def argv_of(stage: Stage) -> list[str]:
+        return stage_argv(stage, args.seed, runs, args.scale, args.eval_episodes)
+
+    run_stages(argv_of, runs, shlex.split(args.mas_train), args.jobs)
+    results = json.loads(out.read_text()) if out.is_file() else {}
+    results.update(
+        env={"id": "mas/PlanPathCode-v2", "options": ENV_OPTIONS},
+        seed=args.seed,
+        evaluation=f"greedy, the first {args.eval_episodes} validation levels",
+        runs={s.name: run_record(s, runs, argv_of(s)) for s in STAGES},
+    )
+    results.setdefault("probes", {})
+    results.setdefault("test_split_once", {})
+    for first, first_mode, second, second_mode in COMPARISONS:
+        pair = (first, first_mode, second, second_mode, runs)
+        compare(results, "probes", comparison_argv(*pair, "validation", args.probe_episodes))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(results, indent=1) + "\n")
+    if not args.no_test:
+        for first, first_mode, second, second_mode in COMPARISONS:
+            pair = (first, first_mode, second, second_mode, runs)
+            compare(results, "test_split_once", comparison_argv(*pair, "test", args.test_episodes))
+            out.write_text(json.dumps(results, indent=1) + "\n")
+    print(f"[chain] wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,8 +1,8 @@
 """The 7x7 `mas/PlanPathCode-v2` frontier as a picture, from the shipped results file.
 
-One pair of bars per team design (E to L): its held-out success after the warm start and after
+One pair of bars per team design (E to M): its held-out success after the warm start and after
 its last RL step; beside them the controls, the tool alone + GRPO and the single agent without
-code (3,000 and 6,000 warm-start steps; E and F are beside the 1,200-step tool), and as lines
+code (3,000, 6,000 and 7,500 warm-start steps; E and F are beside the 1,200-step tool), and as lines
 the tool alone + GRPO's best and the two-member ceiling (levels either the tool alone or the
 single agent solves). One seed, the first 100 validation levels, greedy.
 
@@ -23,6 +23,7 @@ BARS = (
     ("tool alone\n3,000", "t7b", "t7b_rl"),
     ("single\n3,000", "s7b", "s7b_rl"),
     ("single\n6,000", "s7d", "s7d_rl"),
+    ("single\n7,500", "s7e", "s7e"),
     ("E", "e7", "e7"),
     ("F", "f7", "f7_rl"),
     ("G", "g7", "g7"),
@@ -31,6 +32,7 @@ BARS = (
     ("J", "j7", "j7_rl"),
     ("K", "k7", "k7_rl"),
     ("L", "l7", "l7_rl"),
+    ("M", "m7", "m7"),
 )
 CEILING = 0.89  # tool alone or single agent (3,000 steps each): experiments/v2_overlap.py
 
@@ -66,11 +68,11 @@ def main() -> None:
         best_tool, color="grey", ls="--", lw=1, label=f"tool alone + GRPO, best ({best_tool:.0f}%)"
     )
     ax.axhline(100 * CEILING, color="black", ls=":", lw=1, label="either member solves (89%)")
-    ax.axvline(2.5, color="lightgrey", lw=1)
+    ax.axvline(3.5, color="lightgrey", lw=1)
     ax.set_xticks(list(x), [v[0] for v in values])
     ax.set_ylim(0, 115)
     ax.set_ylabel("validation success (%)")
-    ax.set_title("mas/PlanPathCode-v2 7x7: controls (left) and teams E-L, one seed, 100 levels")
+    ax.set_title("mas/PlanPathCode-v2 7x7: controls (left) and teams E-M, one seed, 100 levels")
     ax.legend(loc="upper left", fontsize=8, ncol=4)
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)

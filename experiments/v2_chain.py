@@ -33,7 +33,7 @@ results file (``--out``): an interrupted chain resumes, and the test split is pl
 
 ``--scale`` multiplies every step count (at least 1; a smoke run of the whole chain:
 ``--scale 0.002 --eval-episodes 4 --probe-episodes 4 --test-episodes 4``). One seed at scale 1
-costs about 1.8 CPU hours (seed 0: 6,500 CPU seconds) and about 80 minutes on two cores.
+costs about 1.9 CPU hours (seed 0: 6,750 CPU seconds) and about 80 minutes on two cores.
 """
 
 from __future__ import annotations

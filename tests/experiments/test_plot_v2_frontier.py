@@ -17,5 +17,6 @@ def test_each_bar_is_a_runs_warm_start_and_its_last_rl_evaluation():
     )}  # fmt: skip
     assert values["L"] == (0.83, 0.78)
     assert values["tool alone\n3,000"] == (0.72, 0.73)
+    assert values["M"] == (0.81, 0.81)  # no RL run
     assert values["H"] == (0.51, 0.59)  # H's RL goes on in h7_rl2
     assert len(values) == len(script.BARS)

@@ -30,6 +30,11 @@ results file (``--out``): an interrupted chain resumes, and the test split is pl
 
     python experiments/v2_chain.py [--seed 1] [--out-dir runs/v2-chain] [--out FILE]
         [--jobs 2] [--scale 1.0] [--probe-episodes 400] [--test-episodes 200] [--no-test]
+    python experiments/v2_chain.py --table experiments/results/v2-7x7/seed-*.json
+
+``--table`` runs nothing: it prints, per results file (seed), the controls' and L's validation
+success and RL's gain, L against each control paired by level on validation and test, and those
+paired counts pooled over the seeds (exact McNemar on the summed discordant levels).
 
 ``--scale`` multiplies every step count (at least 1; a smoke run of the whole chain:
 ``--scale 0.002 --eval-episodes 4 --probe-episodes 4 --test-episodes 4``). One seed at scale 1
@@ -40,6 +45,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import shlex
 import subprocess
 import sys
@@ -47,6 +54,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from paired_episodes import mcnemar_exact  # scripts beside this one
 
 ENV_OPTIONS = {"rows": 7, "cols": 7, "wall_prob": 0.22}
 MAX_NEW_TOKENS = 128
@@ -287,6 +296,106 @@ def compare(results: dict[str, Any], key: str, argv: Sequence[str]) -> None:
     print(f"[chain] {results[key][command]}", flush=True)
 
 
+_COUNTS = re.compile(
+    r"(\d+) levels: \D+ (\d+), \D+ (\d+), both .* only (\d+), .* only (\d+): .* p = (\S+)"
+)
+
+
+def _stage(path: str) -> str:
+    """The stage a policy path names (``runs/l7/checkpoints/step-000000`` -> ``l7``)."""
+    parts = Path(path).parts
+    return parts[parts.index("checkpoints") - 1] if "checkpoints" in parts else parts[-1]
+
+
+def comparison(
+    lines: dict[str, str],
+    first: str,
+    second: str,
+    modes: tuple[str, str],
+    split: str,
+    episodes: int,
+) -> tuple[int, int, int, int, int, float] | None:
+    """The counts a ``v2_overlap.py`` line in ``lines`` (command -> line) printed for ``first``
+    against ``second`` in ``modes`` on the first ``episodes`` levels of ``split``: levels,
+    first's and second's successes, first only, second only, p. ``None`` when no line is."""
+    for command, line in lines.items():
+        words = shlex.split(command)[2:]  # after "python experiments/v2_overlap.py"
+
+        def option(name: str, default: str, words: list[str] = words) -> str:
+            return words[words.index(name) + 1] if name in words else default
+
+        at = words.index("--modes") if "--modes" in words else None
+        if (
+            [_stage(w) for w in words[:2]] == [first, second]
+            and at is not None
+            and tuple(words[at + 1 : at + 3]) == modes
+            and int(option("--episodes", "100")) == episodes
+            and option("--split", "validation") == split
+            and (match := _COUNTS.match(line))
+        ):
+            n, a, b, a_only, b_only, p = match.groups()
+            return int(n), int(a), int(b), int(a_only), int(b_only), float(p)
+    return None
+
+
+def _paired(n: int, a: int, b: int, a_only: int, b_only: int, p: float) -> str:
+    return f"{a} vs {b} of {n} ({100 * (a - b) / n:+.1f}, p = {p:.2g})"
+
+
+def table(
+    seeds: Sequence[dict[str, Any]], probe_episodes: int = 400, test_episodes: int = 200
+) -> str:
+    """Markdown: per seed, the controls' and L's validation success (100 levels) and RL's gain,
+    then L against each control paired on ``probe_episodes`` validation and ``test_episodes``
+    test levels; a last row pools the paired counts over the seeds (the levels pair up within a
+    seed, so the discordant counts add; exact McNemar on the sums)."""
+
+    def pct(run: dict[str, Any], at: str) -> float:
+        curve = run["validation_success_by_rl_step"]
+        return 100 * (curve["0"] if at == "warm" else list(curve.values())[-1])
+
+    columns = ["seed", "tool alone + GRPO", "single, 6,000 steps", "L, warm start"]
+    columns += ["L + AT-GRPO (40)", "RL's gain"]
+    columns += [f"L vs {c[2]}, {split}" for split in ("validation", "test") for c in COMPARISONS]
+    rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    pooled: dict[tuple[str, str], list[int]] = {}  # (split, control): summed counts
+    played: dict[tuple[str, str], int] = {}  # (split, control): seeds
+    for result in seeds:
+        runs = result["runs"]
+        cells = [
+            str(result.get("seed", 0)), f"{pct(runs['t7b_rl'], 'last'):.0f}%",
+            f"{pct(runs['s7d'], 'warm'):.0f}%", f"{pct(runs['l7'], 'warm'):.0f}%",
+            f"{pct(runs['l7_rl'], 'last'):.0f}%",
+            f"{pct(runs['l7_rl'], 'last') - pct(runs['l7'], 'warm'):+.0f}",
+        ]  # fmt: skip
+        for split, key, episodes in (
+            ("validation", "probes", probe_episodes),
+            ("test", "test_split_once", test_episodes),
+        ):
+            for first, first_mode, second, second_mode in COMPARISONS:
+                modes = (first_mode, second_mode)
+                got = comparison(result.get(key, {}), first, second, modes, split, episodes)
+                if got is None:
+                    cells.append("not played")
+                    continue
+                cells.append(_paired(*got))
+                total = pooled.setdefault((split, second), [0] * 5)
+                total[:] = [t + g for t, g in zip(total, got[:5], strict=True)]
+                played[split, second] = played.get((split, second), 0) + 1
+        rows.append("| " + " | ".join(cells) + " |")
+    cells = ["pooled", "", "", "", "", ""]
+    for split in ("validation", "test"):
+        for _, _, second, _ in COMPARISONS:
+            if (split, second) not in pooled:
+                cells.append("")
+                continue
+            n, a, b, a_only, b_only = pooled[split, second]
+            p = mcnemar_exact(a_only, b_only)
+            cells.append(f"{_paired(n, a, b, a_only, b_only, p)}, {played[split, second]} seed(s)")
+    rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=1, help="the chain's seed (default 1)")
@@ -305,10 +414,19 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=str(Path(sys.executable).with_name("mas-train")),
         help="the mas-train command (default: the one beside this Python)",
     )
+    parser.add_argument(
+        "--table",
+        nargs="+",
+        metavar="RESULTS_JSON",
+        help="run nothing: print the table across these results files (one per seed)",
+    )
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.scale <= 0:
         parser.error("--jobs must be at least 1 and --scale above 0")
-    runs = Path(args.out_dir) / f"seed-{args.seed}"
+    if args.table:
+        print(table([json.loads(Path(f).read_text()) for f in args.table]))
+        return
+    runs = Path(os.path.relpath(Path(args.out_dir) / f"seed-{args.seed}"))  # as commands name it
     out = Path(args.out or Path(args.out_dir) / f"seed-{args.seed}.json")
 
     def argv_of(stage: Stage) -> list[str]:

@@ -143,3 +143,41 @@ def test_a_comparison_already_in_the_results_is_not_played_again(
     chain.compare(results, "test_split_once", argv)
     assert len(played) == 1
     assert list(results["test_split_once"].values()) == ["200 levels: team 160, tool alone 148"]
+
+
+def _seed(seed: int, team: int, tool: int, team_only: int, tool_only: int) -> dict:
+    curve = {"0": 0.8}
+    runs = {name: {"validation_success_by_rl_step": curve} for name in ("t7b_rl", "s7d", "l7")}
+    runs["l7_rl"] = {"validation_success_by_rl_step": {"0": 0.8, "40": 0.75}}
+    command = (
+        "python experiments/v2_overlap.py runs/v2-chain/seed-1/l7/checkpoints/step-000000 "
+        "runs/v2-chain/seed-1/t7b_rl --modes mas tool --split test --episodes 200"
+    )
+    line = (
+        f"200 levels: team {team}, tool alone {tool}, both 1, either 2; team only {team_only}, "
+        f"tool alone only {tool_only}: exact McNemar p = 0.5"
+    )
+    return {"seed": seed, "runs": runs, "probes": {}, "test_split_once": {command: line}}
+
+
+def test_the_table_pools_the_paired_counts_of_the_seeds():
+    chain = load("v2_chain")
+    rows = chain.table([_seed(1, 160, 150, 20, 10), _seed(2, 150, 150, 9, 9)]).splitlines()
+    assert rows[2].startswith("| 1 | 80% | 80% | 80% | 75% | -5 | not played | not played |")
+    assert "160 vs 150 of 200 (+5.0, p = 0.5)" in rows[2]  # each seed's own line and test
+    # pooled: 29 levels only the team solves, 19 only the tool; exact two-sided p = 0.194
+    assert rows[4].endswith("| 310 vs 300 of 400 (+2.5, p = 0.19), 2 seed(s) |  |")
+
+
+def test_the_table_reads_the_shipped_seed_0_lines():
+    chain = load("v2_chain")
+    shipped = json.loads(SEED_0.read_text())
+    assert chain.comparison(
+        shipped["probes"], "l7", "t7b_rl", ("mas", "tool"), "validation", 400
+    ) == (400, 326, 290, 76, 40, 0.00107)
+    assert chain.comparison(
+        shipped["test_split_once"], "l7", "s7d", ("mas", "single"), "test", 200
+    ) == (200, 160, 155, 16, 11, 0.442)
+    assert (
+        chain.comparison(shipped["probes"], "l7", "s7d", ("mas", "tool"), "validation", 400) is None
+    )

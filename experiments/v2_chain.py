@@ -2,8 +2,11 @@
 
 Runs every stage of design L (docs/v2-exploration.md, "Designs I to L on 7x7") and of the
 controls it is compared with, for one seed, in dependency order and ``--jobs`` at a time; then
-plays the paired comparisons (``v2_overlap.py``) on the validation split and, once, on the test
-split; and writes one results file in the schema of ``experiments/results/v2-7x7/seed-0.json``.
+plays the team against each control paired by level (``v2_overlap.py``) on the validation split
+and, once, on the test split, each player (the team, the tool alone, the single agent with the
+team's planner budget) at the stage its 100 validation levels choose: after RL where RL's last
+evaluation beats the warm start, else the warm start; and writes one results file in the schema
+of ``experiments/results/v2-7x7/seed-0.json``.
 
 =========  ==========================================================================  =========
 stage      what                                                                        after
@@ -136,10 +139,27 @@ STAGES = (  # the longest chain (t7, t7b, k7, l7) first where several are ready
           (*_RL40, *_SINGLE, *_roles(planner=_ckpt("s7d", "planner")))),
 )  # fmt: skip
 
-COMPARISONS = (  # (first, its mode, second, its mode): the team against each control, by level
-    ("l7", "mas", "t7b_rl", "tool"),
-    ("l7", "mas", "s7d", "single"),
+PLAYERS = (  # (mode, its warm start's stage, its RL stage): the team, then the two controls
+    ("mas", "l7", "l7_rl"),
+    ("tool", "t7b", "t7b_rl"),
+    ("single", "s7d", "s7d_rl"),
 )
+
+
+def comparisons(runs: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str]]:
+    """``(first, its mode, second, its mode)``: the team against each control, each player at
+    the stage chosen on the validation runs (``runs``: stage -> record): its RL stage where RL's
+    last evaluation beats its warm start, else the warm start (as seed 0 chose: L's warm start,
+    the tool alone + GRPO, the single agent's warm start)."""
+
+    def chosen(warm: str, rl: str) -> str:
+        last = list(runs[rl]["validation_success_by_rl_step"].values())[-1]
+        return rl if last > runs[warm]["validation_success_by_rl_step"]["0"] else warm
+
+    (team_mode, *team), *controls = PLAYERS
+    team_stage = chosen(*team)
+    return [(team_stage, team_mode, chosen(warm, rl), mode) for mode, warm, rl in controls]
+
 
 _STEP_OPTIONS = ("--optim.warmstart_steps", "--optim.steps")
 
@@ -338,6 +358,9 @@ def comparison(
     return None
 
 
+SPLITS = (("validation", "probes"), ("test", "test_split_once"))  # split, its results key
+
+
 def _paired(n: int, a: int, b: int, a_only: int, b_only: int, p: float) -> str:
     return f"{a} vs {b} of {n} ({100 * (a - b) / n:+.1f}, p = {p:.2g})"
 
@@ -345,53 +368,50 @@ def _paired(n: int, a: int, b: int, a_only: int, b_only: int, p: float) -> str:
 def table(
     seeds: Sequence[dict[str, Any]], probe_episodes: int = 400, test_episodes: int = 200
 ) -> str:
-    """Markdown: per seed, the controls' and L's validation success (100 levels) and RL's gain,
-    then L against each control paired on ``probe_episodes`` validation and ``test_episodes``
-    test levels; a last row pools the paired counts over the seeds (the levels pair up within a
-    seed, so the discordant counts add; exact McNemar on the sums)."""
+    """Markdown: per seed (results file), each player's validation success at its warm start
+    and after RL (100 levels), RL's gain for the team, and the team against each control paired
+    by level, each player at its validation-chosen stage (:func:`comparisons`), on
+    ``probe_episodes`` validation and ``test_episodes`` test levels; a last row pools those
+    counts over the seeds (the levels pair up within a seed, so the discordant counts add;
+    exact McNemar on the sums)."""
 
-    def pct(run: dict[str, Any], at: str) -> float:
-        curve = run["validation_success_by_rl_step"]
-        return 100 * (curve["0"] if at == "warm" else list(curve.values())[-1])
+    def curve(stage: str, runs: dict[str, Any]) -> list[float]:
+        return list(runs[stage]["validation_success_by_rl_step"].values())
 
-    columns = ["seed", "tool alone + GRPO", "single, 6,000 steps", "L, warm start"]
-    columns += ["L + AT-GRPO (40)", "RL's gain"]
-    columns += [f"L vs {c[2]}, {split}" for split in ("validation", "test") for c in COMPARISONS]
+    names = {"mas": "team", "tool": "tool alone", "single": "single agent"}
+    columns = ["seed"] + [f"{names[mode]}: warm start -> RL" for mode, *_ in PLAYERS]
+    columns += ["team: RL's gain"]
+    columns += [f"team vs {names[m]}, {split}" for split, _ in SPLITS for m, *_ in PLAYERS[1:]]
     rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    pooled: dict[tuple[str, str], list[int]] = {}  # (split, control): summed counts
-    played: dict[tuple[str, str], int] = {}  # (split, control): seeds
+    pooled: dict[tuple[str, str], list[int]] = {}  # (split, control's mode): counts, seeds
     for result in seeds:
         runs = result["runs"]
-        cells = [
-            str(result.get("seed", 0)), f"{pct(runs['t7b_rl'], 'last'):.0f}%",
-            f"{pct(runs['s7d'], 'warm'):.0f}%", f"{pct(runs['l7'], 'warm'):.0f}%",
-            f"{pct(runs['l7_rl'], 'last'):.0f}%",
-            f"{pct(runs['l7_rl'], 'last') - pct(runs['l7'], 'warm'):+.0f}",
-        ]  # fmt: skip
-        for split, key, episodes in (
-            ("validation", "probes", probe_episodes),
-            ("test", "test_split_once", test_episodes),
-        ):
-            for first, first_mode, second, second_mode in COMPARISONS:
+        cells = [str(result.get("seed", 0))]
+        for _, warm, rl in PLAYERS:
+            cells.append(f"{100 * curve(warm, runs)[0]:.0f}% -> {100 * curve(rl, runs)[-1]:.0f}%")
+        _, warm, rl = PLAYERS[0]
+        cells.append(f"{100 * (curve(rl, runs)[-1] - curve(warm, runs)[0]):+.0f}")
+        for split, key in SPLITS:
+            episodes = probe_episodes if split == "validation" else test_episodes
+            for first, first_mode, second, second_mode in comparisons(runs):
                 modes = (first_mode, second_mode)
                 got = comparison(result.get(key, {}), first, second, modes, split, episodes)
                 if got is None:
                     cells.append("not played")
                     continue
-                cells.append(_paired(*got))
-                total = pooled.setdefault((split, second), [0] * 5)
-                total[:] = [t + g for t, g in zip(total, got[:5], strict=True)]
-                played[split, second] = played.get((split, second), 0) + 1
+                cells.append(f"{first} vs {second}: {_paired(*got)}")
+                total = pooled.setdefault((split, second_mode), [0] * 6)
+                total[:] = [t + g for t, g in zip(total, (*got[:5], 1), strict=True)]
         rows.append("| " + " | ".join(cells) + " |")
-    cells = ["pooled", "", "", "", "", ""]
-    for split in ("validation", "test"):
-        for _, _, second, _ in COMPARISONS:
-            if (split, second) not in pooled:
+    cells = ["pooled"] + [""] * (len(PLAYERS) + 1)
+    for split, _ in SPLITS:
+        for mode, *_ in PLAYERS[1:]:
+            if (split, mode) not in pooled:
                 cells.append("")
                 continue
-            n, a, b, a_only, b_only = pooled[split, second]
+            n, a, b, a_only, b_only, played = pooled[split, mode]
             p = mcnemar_exact(a_only, b_only)
-            cells.append(f"{_paired(n, a, b, a_only, b_only, p)}, {played[split, second]} seed(s)")
+            cells.append(f"{_paired(n, a, b, a_only, b_only, p)}, {played} seed(s)")
     rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -442,15 +462,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     )
     results.setdefault("probes", {})
     results.setdefault("test_split_once", {})
-    for first, first_mode, second, second_mode in COMPARISONS:
-        pair = (first, first_mode, second, second_mode, runs)
-        compare(results, "probes", comparison_argv(*pair, "validation", args.probe_episodes))
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(results, indent=1) + "\n")
-    if not args.no_test:
-        for first, first_mode, second, second_mode in COMPARISONS:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    for split, key in SPLITS if not args.no_test else SPLITS[:1]:
+        episodes = args.probe_episodes if split == "validation" else args.test_episodes
+        for first, first_mode, second, second_mode in comparisons(results["runs"]):
             pair = (first, first_mode, second, second_mode, runs)
-            compare(results, "test_split_once", comparison_argv(*pair, "test", args.test_episodes))
+            compare(results, key, comparison_argv(*pair, split, episodes))
             out.write_text(json.dumps(results, indent=1) + "\n")
     print(f"[chain] wrote {out}")
 

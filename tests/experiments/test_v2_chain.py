@@ -146,9 +146,11 @@ def test_a_comparison_already_in_the_results_is_not_played_again(
 
 
 def _seed(seed: int, team: int, tool: int, team_only: int, tool_only: int) -> dict:
-    curve = {"0": 0.8}
-    runs = {name: {"validation_success_by_rl_step": curve} for name in ("t7b_rl", "s7d", "l7")}
-    runs["l7_rl"] = {"validation_success_by_rl_step": {"0": 0.8, "40": 0.75}}
+    """A results file: the team's RL lowers it, the tool's GRPO raises it; one test line."""
+    runs = {
+        name: {"validation_success_by_rl_step": {"0": 0.8, "40": 0.75 if name == "l7_rl" else 0.9}}
+        for name in ("l7", "l7_rl", "t7b", "t7b_rl", "s7d", "s7d_rl")
+    }
     command = (
         "python experiments/v2_overlap.py runs/v2-chain/seed-1/l7/checkpoints/step-000000 "
         "runs/v2-chain/seed-1/t7b_rl --modes mas tool --split test --episodes 200"
@@ -160,11 +162,24 @@ def _seed(seed: int, team: int, tool: int, team_only: int, tool_only: int) -> di
     return {"seed": seed, "runs": runs, "probes": {}, "test_split_once": {command: line}}
 
 
+def test_each_player_is_played_at_its_validation_chosen_stage():
+    chain = load("v2_chain")
+    assert chain.comparisons(json.loads(SEED_0.read_text())["runs"]) == [
+        ("l7", "mas", "t7b_rl", "tool"),  # RL lowered L (83 -> 78) and the single agent (75 -> 74)
+        ("l7", "mas", "s7d", "single"),
+    ]
+    runs = _seed(1, 0, 0, 0, 0)["runs"]
+    assert chain.comparisons(runs) == [
+        ("l7", "mas", "t7b_rl", "tool"),
+        ("l7", "mas", "s7d_rl", "single"),
+    ]
+
+
 def test_the_table_pools_the_paired_counts_of_the_seeds():
     chain = load("v2_chain")
     rows = chain.table([_seed(1, 160, 150, 20, 10), _seed(2, 150, 150, 9, 9)]).splitlines()
-    assert rows[2].startswith("| 1 | 80% | 80% | 80% | 75% | -5 | not played | not played |")
-    assert "160 vs 150 of 200 (+5.0, p = 0.5)" in rows[2]  # each seed's own line and test
+    assert rows[2].startswith("| 1 | 80% -> 75% | 80% -> 90% | 80% -> 90% | -5 | not played |")
+    assert "| l7 vs t7b_rl: 160 vs 150 of 200 (+5.0, p = 0.5) |" in rows[2]  # the seed's own line
     # pooled: 29 levels only the team solves, 19 only the tool; exact two-sided p = 0.194
     assert rows[4].endswith("| 310 vs 300 of 400 (+2.5, p = 0.19), 2 seed(s) |  |")
 

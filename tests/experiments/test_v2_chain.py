@@ -196,3 +196,13 @@ def test_the_table_reads_the_shipped_seed_0_lines():
     assert (
         chain.comparison(shipped["probes"], "l7", "s7d", ("mas", "tool"), "validation", 400) is None
     )
+
+
+def test_the_results_page_shows_the_shipped_seeds_pooled_on_test():
+    chain = load("v2_chain")
+    seeds = [json.loads(p.read_text()) for p in sorted(SEED_0.parent.glob("seed-*.json"))]
+    pooled = chain.table(seeds).splitlines()[-1].split(" | ")[-2:]  # the two test columns
+    page = (ROOT / "docs" / "results.md").read_text()
+    for cell in pooled:
+        figure, seed_count = cell.rstrip(" |").rsplit(", ", 1)
+        assert seed_count == f"{len(seeds)} seed(s)" and figure in page, figure

@@ -143,16 +143,24 @@ GAINS: dict[str, tuple[str, str, str]] = {
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 
 
-def _commit() -> str:
+def code_commit() -> str:
+    """The checkout's commit, ``+dirty`` when the packages have uncommitted changes (asked of
+    this script's repository, whatever the working folder); ``unknown`` outside git."""
+    root = Path(__file__).resolve().parents[1]
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=root,
         )
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--", "mas_trainer", "mas_envs"],
             capture_output=True,
             text=True,
             check=True,
+            cwd=root,
         ).stdout.strip()
         return out.stdout.strip() + ("+dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
@@ -373,7 +381,7 @@ def run_rows(args: argparse.Namespace, preset: str, seed: int) -> None:
             started_utc=started,
             finished_utc=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
             process_wall_s=time.perf_counter() - t0,
-            commit=_commit(),
+            commit=code_commit(),
             warmstart_wall_s=ws_wall,
             warmstart_cpu_s=ws_cpu,
         )
@@ -687,7 +695,8 @@ def main() -> None:
         "have no result files in --out-dir join the cross-seed tables, the paired gains and "
         "--write-baselines, with their own provenance (the file must have measured this config)",
     )
-    args, args.overrides = parser.parse_known_args()  # the rest: --section.field value overrides
+    args, overrides = parser.parse_known_args()  # the rest: --section.field value overrides
+    args.overrides = overrides
     if not args.table_only:
         for preset in args.envs:
             for seed in args.seed:

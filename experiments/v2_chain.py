@@ -58,7 +58,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from paired_episodes import mcnemar_exact  # scripts beside this one
+from compare_baselines import code_commit  # scripts beside this one
+from paired_episodes import mcnemar_exact
 
 ENV_OPTIONS = {"rows": 7, "cols": 7, "wall_prob": 0.22}
 MAX_NEW_TOKENS = 128
@@ -104,8 +105,15 @@ _OWN_PLAY = (
     "--optim.warmstart_own_play", '{"tool": 1.0}',
     "--optim.warmstart_own_play_decoding", "greedy", "--optim.warmstart_explore", '{"tool": 0}',
 )  # fmt: skip
-_RL = ("--rollout.k", "8", "--optim.lr", "1e-4", "--optim.steps", "80", "--eval.every", "20")
-_RL40 = (*_RL, "--optim.steps", "40", "--optim.warmstart_steps", "0")
+
+
+def _rl(steps: int) -> tuple[str, ...]:
+    """AT-GRPO (GRPO for one role) for ``steps`` steps from the checkpoints named after it."""
+    return (
+        "--rollout.k", "8", "--optim.lr", "1e-4", "--optim.steps", str(steps),
+        "--eval.every", "20", "--optim.warmstart_steps", "0",
+    )  # fmt: skip
+
 
 STAGES = (  # the longest chain (t7, t7b, k7, l7) first where several are ready
     Stage("t7", "tool alone, 1,200 warm-start steps on the copy", (), False,
@@ -129,14 +137,13 @@ STAGES = (  # the longest chain (t7, t7b, k7, l7) first where several are ready
     Stage("s7d", "single agent with L's planner budget (6,000 steps)", ("s7c",), True,
           (*_SINGLE, *_roles(planner=_ckpt("s7c", "planner")), *_warmstart(1500, 2048, *_ALONE))),
     Stage("t7b_rl", "tool alone (3,000 steps) + GRPO", ("t7b",), False,
-          (*_RL, "--model.name", _ckpt("t7b", "shared"), *_TOOL, "--optim.warmstart_steps", "0")),
+          (*_rl(80), "--model.name", _ckpt("t7b", "shared"), *_TOOL)),
     Stage("s7b_rl", "single agent (3,000 steps) + GRPO", ("s7b",), False,
-          (*_RL, *_SINGLE, "--optim.warmstart_steps", "0",
-           *_roles(planner=_ckpt("s7b", "planner")))),
+          (*_rl(80), *_SINGLE, *_roles(planner=_ckpt("s7b", "planner")))),
     Stage("l7_rl", "L + AT-GRPO", ("l7",), False,
-          (*_RL40, *_roles(tool=_ckpt("l7", "tool"), planner=_ckpt("l7", "planner")))),
+          (*_rl(40), *_roles(tool=_ckpt("l7", "tool"), planner=_ckpt("l7", "planner")))),
     Stage("s7d_rl", "single agent (6,000 steps) + GRPO", ("s7d",), False,
-          (*_RL40, *_SINGLE, *_roles(planner=_ckpt("s7d", "planner")))),
+          (*_rl(40), *_SINGLE, *_roles(planner=_ckpt("s7d", "planner")))),
 )  # fmt: skip
 
 PLAYERS = (  # (mode, its warm start's stage, its RL stage): the team, then the two controls
@@ -227,7 +234,7 @@ def run_stages(
         while ready and len(running) < jobs and not failed:
             stage = ready.pop(0)
             todo.remove(stage)
-            (runs / f"{stage.name}.commit").write_text(_commit())  # the code it ran
+            (runs / f"{stage.name}.commit").write_text(code_commit())  # the code it ran
             with (runs / f"{stage.name}.log").open("wb") as log:
                 running[stage.name] = subprocess.Popen(
                     [*mas_train, *argv_of(stage)], stdout=log, stderr=subprocess.STDOUT
@@ -293,16 +300,6 @@ def _read(path: Path) -> str | None:
     return path.read_text().strip() if path.is_file() else None
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True,
-            cwd=Path(__file__).parent,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def compare(results: dict[str, Any], key: str, argv: Sequence[str]) -> None:
     """Run ``v2_overlap.py`` with ``argv`` unless ``results[key]`` has its line already; keep
     the line it prints last (the counts and the paired test)."""
@@ -327,6 +324,14 @@ def _stage(path: str) -> str:
     return parts[parts.index("checkpoints") - 1] if "checkpoints" in parts else parts[-1]
 
 
+def _option(words: list[str], name: str, count: int, default: Sequence[str] = ()) -> list[str]:
+    """The ``count`` values after ``name`` in a command's ``words`` (``default`` without it)."""
+    if name not in words:
+        return list(default)
+    at = words.index(name) + 1
+    return words[at : at + count]
+
+
 def comparison(
     lines: dict[str, str],
     first: str,
@@ -340,17 +345,11 @@ def comparison(
     first's and second's successes, first only, second only, p. ``None`` when no line is."""
     for command, line in lines.items():
         words = shlex.split(command)[2:]  # after "python experiments/v2_overlap.py"
-
-        def option(name: str, default: str, words: list[str] = words) -> str:
-            return words[words.index(name) + 1] if name in words else default
-
-        at = words.index("--modes") if "--modes" in words else None
         if (
             [_stage(w) for w in words[:2]] == [first, second]
-            and at is not None
-            and tuple(words[at + 1 : at + 3]) == modes
-            and int(option("--episodes", "100")) == episodes
-            and option("--split", "validation") == split
+            and tuple(_option(words, "--modes", 2)) == modes
+            and int(_option(words, "--episodes", 1, ["100"])[0]) == episodes
+            and _option(words, "--split", 1, ["validation"])[0] == split
             and (match := _COUNTS.match(line))
         ):
             n, a, b, a_only, b_only, p = match.groups()

@@ -206,3 +206,14 @@ def test_the_results_page_shows_the_shipped_seeds_pooled_on_test():
     for cell in pooled:
         figure, seed_count = cell.rstrip(" |").rsplit(", ", 1)
         assert seed_count == f"{len(seeds)} seed(s)" and figure in page, figure
+
+
+def test_the_table_reads_what_v2_overlap_prints():
+    chain, overlap = load("v2_chain"), load("v2_overlap")
+    line = overlap.line(
+        overlap.overlap([True] * 10 + [False], [False] * 9 + [True] * 2), ("mas", "tool")
+    )
+    command = "python experiments/v2_overlap.py r/l7 r/t7b_rl --modes mas tool --episodes 11"
+    assert chain.comparison({command: line}, "l7", "t7b_rl", ("mas", "tool"), "validation", 11) == (
+        11, 10, 2, 9, 1, 0.0215,
+    )  # fmt: skip

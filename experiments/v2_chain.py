@@ -35,9 +35,10 @@ results file (``--out``): an interrupted chain resumes, and the test split is pl
         [--jobs 2] [--scale 1.0] [--probe-episodes 400] [--test-episodes 200] [--no-test]
     python experiments/v2_chain.py --table experiments/results/v2-7x7/seed-*.json
 
-``--table`` runs nothing: it prints, per results file (seed), the controls' and L's validation
-success and RL's gain, L against each control paired by level on validation and test, and those
-paired counts pooled over the seeds (exact McNemar on the summed discordant levels).
+``--table`` runs nothing: it prints each stage's validation success per results file (seed);
+then, per seed, the controls' and L's validation success and RL's gain, L against each control
+paired by level on validation and test, and those paired counts pooled over the seeds (exact
+McNemar on the summed discordant levels).
 
 ``--scale`` multiplies every step count (at least 1; a smoke run of the whole chain:
 ``--scale 0.002 --eval-episodes 4 --probe-episodes 4 --test-episodes 4``). One seed at scale 1
@@ -364,6 +365,26 @@ def _paired(n: int, a: int, b: int, a_only: int, b_only: int, p: float) -> str:
     return f"{a} vs {b} of {n} ({100 * (a - b) / n:+.1f}, p = {p:.2g})"
 
 
+STAGE_ROWS = (  # the tool's stages, the single agent's, the team's
+    "t7", "t7b", "t7b_rl", "s7", "s7b", "s7b_rl", "s7c", "s7d", "s7d_rl", "k7", "l7", "l7_rl",
+)  # fmt: skip
+
+
+def stage_table(seeds: Sequence[dict[str, Any]]) -> str:
+    """Markdown: each stage's validation success per seed (results file), at each evaluation
+    (the warm start, then every RL evaluation), the controls' stages before the team's."""
+    what = {stage.name: stage.what for stage in STAGES}
+    columns = ["stage", "what"] + [f"seed {result.get('seed', 0)}" for result in seeds]
+    rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for name in STAGE_ROWS:
+        cells = [f"`{name}`", what[name]]
+        for result in seeds:
+            curve = result["runs"][name]["validation_success_by_rl_step"].values()
+            cells.append(", ".join(f"{100 * v:.0f}%" for v in curve))
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def table(
     seeds: Sequence[dict[str, Any]], probe_episodes: int = 400, test_episodes: int = 200
 ) -> str:
@@ -443,7 +464,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.jobs < 1 or args.scale <= 0:
         parser.error("--jobs must be at least 1 and --scale above 0")
     if args.table:
-        print(table([json.loads(Path(f).read_text()) for f in args.table]))
+        seeds = [json.loads(Path(f).read_text()) for f in args.table]
+        print(stage_table(seeds), table(seeds), sep="\n\n")
         return
     runs = Path(os.path.relpath(Path(args.out_dir) / f"seed-{args.seed}"))  # as commands name it
     out = Path(args.out or Path(args.out_dir) / f"seed-{args.seed}.json")

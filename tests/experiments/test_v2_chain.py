@@ -208,6 +208,19 @@ def test_the_results_page_shows_the_shipped_seeds_pooled_on_test():
         assert seed_count == f"{len(seeds)} seed(s)" and figure in page, figure
 
 
+def test_the_exploration_log_shows_every_stage_of_the_shipped_seeds():
+    chain = load("v2_chain")
+    assert sorted(chain.STAGE_ROWS) == sorted(stage.name for stage in chain.STAGES)
+    seeds = [json.loads(p.read_text()) for p in sorted(SEED_0.parent.glob("seed-*.json"))]
+    log = (ROOT / "docs" / "v2-exploration.md").read_text()
+    rows = chain.stage_table(seeds).splitlines()
+    seed_columns = " | ".join(f"seed {i}" for i in range(len(seeds)))
+    assert rows[0] == f"| stage | what | {seed_columns} |"
+    assert rows[4].startswith("| `t7b_rl` | tool alone (3,000 steps) + GRPO | 72%, 72%, 68%, 70%,")
+    missing = [row for row in rows if row not in log.splitlines()]
+    assert not missing, f"docs/v2-exploration.md lacks: {missing}"
+
+
 def test_the_table_reads_what_v2_overlap_prints():
     chain, overlap = load("v2_chain"), load("v2_overlap")
     line = overlap.line(

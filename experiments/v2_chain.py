@@ -219,9 +219,11 @@ def run_stages(
 ) -> list[str]:
     """Run every stage not yet done, each once its ``after`` stages are, ``jobs`` at a time,
     each one's output in ``runs/<stage>.log``: the stages run, in the order they started. A
-    stage that fails stops the chain (the others running finish first)."""
+    stage that fails stops the chain (the others running finish first). A stage counts as
+    finished once its process has exited with a summary, never while it still runs."""
     runs.mkdir(parents=True, exist_ok=True)
-    todo = [s for s in STAGES if not _done(runs, s.name)]
+    finished = {s.name for s in STAGES if _done(runs, s.name)}
+    todo = [s for s in STAGES if s.name not in finished]
     running: dict[str, subprocess.Popen[bytes]] = {}
     started: list[str] = []
     failed: list[str] = []
@@ -231,7 +233,9 @@ def run_stages(
                 del running[name]
                 if proc.returncode != 0 or not _done(runs, name):
                     failed.append(f"{name} (exit {proc.returncode}; {runs / name}.log)")
-        ready = [s for s in todo if all(_done(runs, a) for a in s.after)]
+                else:
+                    finished.add(name)
+        ready = [s for s in todo if finished.issuperset(s.after)]
         while ready and len(running) < jobs and not failed:
             stage = ready.pop(0)
             todo.remove(stage)

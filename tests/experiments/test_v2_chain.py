@@ -33,11 +33,11 @@ steps = int(options["--optim.steps"])
 (run / "metrics.jsonl").write_text(
     "".join(json.dumps({"step": s, "eval/success": 0.5 + s / 1000}) + "\\n" for s in (0, steps))
 )
+with open(Path(options["--run.out_dir"]) / "order.txt", "a") as f:
+    f.write(options["--run.name"] + "\\n")
 (run / "summary.json").write_text(json.dumps({
     "steps": steps, "success_warmstart": 0.5, "success_final": 0.5 + steps / 1000,
     "wall_s": 2.4, "cpu_s": 1.6, "interrupted": False}))
-with open(Path(options["--run.out_dir"]) / "order.txt", "a") as f:
-    f.write(options["--run.name"] + "\\n")
 """
 
 

@@ -369,6 +369,13 @@ def _paired(n: int, a: int, b: int, a_only: int, b_only: int, p: float) -> str:
     return f"{a} vs {b} of {n} ({100 * (a - b) / n:+.1f}, p = {p:.2g})"
 
 
+def _markdown(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table: its header, then one line per row of cells."""
+    lines = ["| " + " | ".join(cells) + " |" for cells in (columns, *rows)]
+    lines.insert(1, "|" + "---|" * len(columns))
+    return "\n".join(lines)
+
+
 STAGE_ROWS = (  # the tool's stages, the single agent's, the team's
     "t7", "t7b", "t7b_rl", "s7", "s7b", "s7b_rl", "s7c", "s7d", "s7d_rl", "k7", "l7", "l7_rl",
 )  # fmt: skip
@@ -379,14 +386,14 @@ def stage_table(seeds: Sequence[dict[str, Any]]) -> str:
     (the warm start, then every RL evaluation), the controls' stages before the team's."""
     what = {stage.name: stage.what for stage in STAGES}
     columns = ["stage", "what"] + [f"seed {result.get('seed', 0)}" for result in seeds]
-    rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    rows: list[list[str]] = []
     for name in STAGE_ROWS:
         cells = [f"`{name}`", what[name]]
         for result in seeds:
             curve = result["runs"][name]["validation_success_by_rl_step"].values()
             cells.append(", ".join(f"{100 * v:.0f}%" for v in curve))
-        rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+        rows.append(cells)
+    return _markdown(columns, rows)
 
 
 def table(
@@ -406,7 +413,7 @@ def table(
     columns = ["seed"] + [f"{names[mode]}: warm start -> RL" for mode, *_ in PLAYERS]
     columns += ["team: RL's gain"]
     columns += [f"team vs {names[m]}, {split}" for split, _ in SPLITS for m, *_ in PLAYERS[1:]]
-    rows = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    rows: list[list[str]] = []
     pooled: dict[tuple[str, str], list[int]] = {}  # (split, control's mode): counts, seeds
     for result in seeds:
         runs = result["runs"]
@@ -426,7 +433,7 @@ def table(
                 cells.append(f"{first} vs {second}: {_paired(*got)}")
                 total = pooled.setdefault((split, second_mode), [0] * 6)
                 total[:] = [t + g for t, g in zip(total, (*got[:5], 1), strict=True)]
-        rows.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
     cells = ["pooled"] + [""] * (len(PLAYERS) + 1)
     for split, _ in SPLITS:
         for mode, *_ in PLAYERS[1:]:
@@ -436,8 +443,8 @@ def table(
             n, a, b, a_only, b_only, played = pooled[split, mode]
             p = mcnemar_exact(a_only, b_only)
             cells.append(f"{_paired(n, a, b, a_only, b_only, p)}, {played} seed(s)")
-    rows.append("| " + " | ".join(cells) + " |")
-    return "\n".join(rows)
+    rows.append(cells)
+    return _markdown(columns, rows)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -12,6 +12,12 @@ from benchmark_scripts import ROOT, load
 
 SEED_0 = ROOT / "experiments" / "results" / "v2-7x7" / "seed-0.json"
 
+
+def _shipped_seeds() -> list[dict]:
+    """Every shipped results file of design L, by seed."""
+    return [json.loads(p.read_text()) for p in sorted(SEED_0.parent.glob("seed-*.json"))]
+
+
 # A stand-in for mas-train: it checks that every checkpoint it is told to start from exists
 # (its stage ran after its inputs), then writes a finished run folder.
 FAKE_MAS_TRAIN = """
@@ -200,7 +206,7 @@ def test_the_table_reads_the_shipped_seed_0_lines():
 
 def test_the_results_page_shows_the_shipped_seeds_pooled_on_test():
     chain = load("v2_chain")
-    seeds = [json.loads(p.read_text()) for p in sorted(SEED_0.parent.glob("seed-*.json"))]
+    seeds = _shipped_seeds()
     pooled = chain.table(seeds).splitlines()[-1].split(" | ")[-2:]  # the two test columns
     page = (ROOT / "docs" / "results.md").read_text()
     for cell in pooled:
@@ -211,7 +217,7 @@ def test_the_results_page_shows_the_shipped_seeds_pooled_on_test():
 def test_the_exploration_log_shows_every_stage_of_the_shipped_seeds():
     chain = load("v2_chain")
     assert sorted(chain.STAGE_ROWS) == sorted(stage.name for stage in chain.STAGES)
-    seeds = [json.loads(p.read_text()) for p in sorted(SEED_0.parent.glob("seed-*.json"))]
+    seeds = _shipped_seeds()
     log = (ROOT / "docs" / "v2-exploration.md").read_text()
     rows = chain.stage_table(seeds).splitlines()
     seed_columns = " | ".join(f"seed {i}" for i in range(len(seeds)))

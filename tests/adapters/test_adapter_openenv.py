@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -44,6 +44,30 @@ def _http(url: str, body: dict | None = None) -> dict:
         return json.loads(r.read())
 
 
+# The server imports openenv, FastAPI and every env before it listens: 41 s measured on a
+# 2-core machine while CI's background steps ran beside it (30 s was too short there).
+STARTUP_S = 120
+
+
+def _wait_until_serving(proc: subprocess.Popen, serving: Callable[[], bool], what: str) -> None:
+    """Poll ``serving()`` until it holds; fail with the server's output if it exits first, or
+    after STARTUP_S seconds."""
+    deadline = time.monotonic() + STARTUP_S
+    while not serving():
+        if proc.poll() is not None:
+            pytest.fail(f"mas-openenv exited: {proc.stdout.read() if proc.stdout else ''}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not pass in {STARTUP_S} s")
+        time.sleep(0.1)
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return _http(f"{url}/health")["status"] == "healthy"
+    except OSError:
+        return False  # not listening yet
+
+
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
     port = _free_port()
@@ -51,16 +75,7 @@ def server() -> Iterator[str]:
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(300):
-            if proc.poll() is not None:
-                pytest.fail(f"mas-openenv exited: {proc.stdout.read() if proc.stdout else ''}")
-            try:
-                if _http(f"{url}/health")["status"] == "healthy":
-                    break
-            except OSError:
-                time.sleep(0.1)
-        else:
-            pytest.fail("mas-openenv did not become healthy in 30 s")
+        _wait_until_serving(proc, lambda: _healthy(url), "the /health check")
         yield url
     finally:
         proc.terminate()
@@ -189,13 +204,12 @@ def test_the_dockerfiles_server_command_serves_and_passes_its_healthcheck():
     )
     try:
         argv = shlex.split(check.replace("8000", port))
-        for _ in range(300):
-            assert proc.poll() is None, proc.stdout.read() if proc.stdout else ""
-            if subprocess.run([sys.executable, *argv[1:]], capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
-        else:
-            pytest.fail("the image's HEALTHCHECK did not pass in 30 s")
+        healthcheck = [sys.executable, *argv[1:]]
+        _wait_until_serving(
+            proc,
+            lambda: subprocess.run(healthcheck, capture_output=True).returncode == 0,
+            "the image's HEALTHCHECK",
+        )
         out = _http(f"http://127.0.0.1:{port}/reset", {"seed": 1})
         assert out["observation"]["env_id"] == "mas/PlanPath-v0" and not out["done"]
     finally:

@@ -241,12 +241,27 @@ def _fake_group(world: int) -> Iterator[None]:
 
 @functools.cache
 def _track_step(
-    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...], mode: str = "full"
+    shape: ModelShape,
+    layers: int,
+    checkpointed: int,
+    spec: tuple[Any, ...],
+    mode: str = "full",
+    shards: int = 1,
 ) -> dict[str, dict[str, int]]:
     """One training step of ``shape`` cut to ``layers`` layers, the first ``checkpointed`` of them
     under gradient checkpointing (and the rest selectively checkpointed with ``mode``
     ``selective``), tracked on fake tensors: the peak of forward+backward and of the optimizer
-    step, by kind."""
+    step, by kind. Sharded (``spec``'s fsdp), over a fake process group of ``shards`` ranks: the
+    count is part of the cache's key, as the shards' sizes depend on it."""
+    fsdp = spec[5]
+    with _fake_group(shards) if fsdp else contextlib.nullcontext():
+        return _track_step_in_group(shape, layers, checkpointed, spec, mode)
+
+
+def _track_step_in_group(
+    shape: ModelShape, layers: int, checkpointed: int, spec: tuple[Any, ...], mode: str
+) -> dict[str, dict[str, int]]:
+    """:func:`_track_step` inside its process group (none unsharded)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.distributed._tools.mem_tracker import MemTracker
@@ -451,9 +466,8 @@ def learner_memory(
     counts = [(layers - ckpt, ckpt)] if layers else [(u0, c0)]
     counts += [(u0, c0 + 1)] if not layers and ckpt != c0 else []  # a checkpointed layer more
     counts += [(u0 + 1, c0)] if not layers and plain != u0 else []  # a plain layer more
-    with _fake_group(shards) if fsdp else contextlib.nullcontext():
-        mode = checkpoint_mode if checkpointing else "full"
-        tracked = {uc: _track_step(shape, sum(uc), uc[1], spec, mode) for uc in counts}
+    mode = checkpoint_mode if checkpointing else "full"
+    tracked = {uc: _track_step(shape, sum(uc), uc[1], spec, mode, shards) for uc in counts}
     if layers:
         phases = tracked[counts[0]]
     else:  # linear in the layer counts: the base plus each kind of layer's slope times its count
@@ -680,11 +694,13 @@ def plan_run(cfg: TrainConfig, gpu_gib: float = DEFAULT_GPU_GIB) -> RunPlan:
     ckpt = shape.layers
     if cfg.model.checkpoint_layers.isdigit():
         ckpt = min(int(cfg.model.checkpoint_layers), shape.layers)
+    if checkpointing and cfg.model.checkpoint_layers == "auto" and layout(0)[1]:
+        # The fewest checkpointed layers that fit, from none up (memory falls as layers are
+        # added); all of them when none fits. Full checkpointing is tracked only if the search
+        # gets there: 5 tracked steps instead of 7 when a mix fits, 2 instead of 4 when none
+        # needs checkpointing, 7 instead of 2 when nothing fits (the rare case for "auto").
+        ckpt = next((c for c in range(shape.layers) if not layout(c)[4]), shape.layers)
     _, gpus, count, notes, problems = layout(ckpt)
-    if checkpointing and cfg.model.checkpoint_layers == "auto" and gpus and not problems:
-        # The fewest checkpointed layers that still fit (memory falls as layers are added).
-        ckpt = next(c for c in range(shape.layers + 1) if c == shape.layers or not layout(c)[4])
-        _, gpus, count, notes, problems = layout(ckpt)
     if checkpointing:
         notes.append(_recompute_note(cfg, shape, ckpt, prompt, response))
     if cfg.model.engine == "vllm" and gpus:

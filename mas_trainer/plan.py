@@ -253,7 +253,7 @@ def _track_step(
     ``selective``), tracked on fake tensors: the peak of forward+backward and of the optimizer
     step, by kind. Sharded (``spec``'s fsdp), over a fake process group of ``shards`` ranks: the
     count is part of the cache's key, as the shards' sizes depend on it."""
-    fsdp = spec[5]
+    fsdp = spec[5]  # spec: micro, prompt, response, dtype, autocast, fsdp, temperature, ...
     with _fake_group(shards) if fsdp else contextlib.nullcontext():
         return _track_step_in_group(shape, layers, checkpointed, spec, mode)
 

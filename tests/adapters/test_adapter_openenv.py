@@ -11,15 +11,14 @@ import json
 import re
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
+import openenv_server
 import pytest
 
 pytest.importorskip("openenv.core", reason="needs the openenv extra: pip install -e '.[openenv]'")
@@ -31,12 +30,6 @@ pytestmark = pytest.mark.adapters
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _http(url: str, body: dict | None = None) -> dict:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data, {"Content-Type": "application/json"})
@@ -44,39 +37,11 @@ def _http(url: str, body: dict | None = None) -> dict:
         return json.loads(r.read())
 
 
-# The server imports openenv, FastAPI and every env before it listens: 41 s measured on a
-# 2-core machine while CI's background steps ran beside it (30 s was too short there).
-STARTUP_S = 120
-
-
-def _wait_until_serving(proc: subprocess.Popen, serving: Callable[[], bool], what: str) -> None:
-    """Poll ``serving()`` until it holds; fail with the server's output if it exits first, or
-    after STARTUP_S seconds."""
-    deadline = time.monotonic() + STARTUP_S
-    while not serving():
-        if proc.poll() is not None:
-            pytest.fail(f"mas-openenv exited: {proc.stdout.read() if proc.stdout else ''}")
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} did not pass in {STARTUP_S} s")
-        time.sleep(0.1)
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return _http(f"{url}/health")["status"] == "healthy"
-    except OSError:
-        return False  # not listening yet
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "mas_envs.adapters.openenv", "--port", str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
+    proc, port = openenv_server.start()
     try:
-        _wait_until_serving(proc, lambda: _healthy(url), "the /health check")
-        yield url
+        yield f"http://127.0.0.1:{port}"
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -195,7 +160,7 @@ def test_the_dockerfiles_server_command_serves_and_passes_its_healthcheck():
     assert cmd[0] == "mas-openenv" and cmd[cmd.index("--host") + 1] == "0.0.0.0"
     script = shutil.which("mas-openenv", path=str(Path(sys.executable).parent))
     assert script, "mas-openenv is not installed next to this Python (pip install -e .)"
-    port = str(_free_port())
+    port = str(openenv_server.free_port())
     proc = subprocess.Popen(
         [script, *[port if a == "8000" else a for a in cmd[1:]]],
         stdout=subprocess.PIPE,
@@ -205,7 +170,7 @@ def test_the_dockerfiles_server_command_serves_and_passes_its_healthcheck():
     try:
         argv = shlex.split(check.replace("8000", port))
         healthcheck = [sys.executable, *argv[1:]]
-        _wait_until_serving(
+        openenv_server.wait_until_serving(
             proc,
             lambda: subprocess.run(healthcheck, capture_output=True).returncode == 0,
             "the image's HEALTHCHECK",

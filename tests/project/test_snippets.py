@@ -18,14 +18,12 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import doc_blocks
+import openenv_server
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,28 +92,6 @@ def test_blocks_are_found_and_illustrations_are_few():
     assert len(illustrations) <= len(ALL) // 4, f"too many illustrations: {illustrations}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _start_openenv(env: dict[str, str]) -> tuple[subprocess.Popen, int]:
-    port = _free_port()
-    cmd = [sys.executable, "-m", "mas_envs.adapters.openenv", "--port", str(port)]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 120  # 41 s measured under CI's background load on 2 cores
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5):
-                return proc, port
-        except OSError:
-            assert proc.poll() is None, "mas-openenv exited"
-            time.sleep(0.1)
-    proc.terminate()
-    pytest.fail("mas-openenv did not start in 120 s")
-
-
 @pytest.mark.parametrize("block", [_param(b) for b in ALL])
 def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
     compile(block.code, block.id, "exec")  # even an illustration must be valid Python
@@ -137,7 +113,7 @@ def test_block_runs_as_written(block: Block, tmp_path: Path) -> None:
         server = ChatServer(lambda messages: "4")
         code = code.replace("http://127.0.0.1:8000/v1", server.base_url)
     elif "127.0.0.1:8000" in code:  # the OpenEnv server
-        server, port = _start_openenv(env)
+        server, port = openenv_server.start(env, subprocess.DEVNULL)
         code = code.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
     try:
         out = subprocess.run(

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 from pathlib import Path
 from typing import Any
 
 from v2_chain import comparison, comparisons  # a script beside this one
+
+from mas_trainer.eval.play import wilson_interval
 
 HERE = Path(__file__).resolve().parent
 PLAYERS = ("tool alone", "single agent", "team")
@@ -41,14 +42,6 @@ def seed_counts(result: dict[str, Any], episodes: int = 200) -> tuple[int, dict[
         got["team"] = team
         got["tool alone" if second_mode == "tool" else "single agent"] = control
     return levels, got
-
-
-def wilson(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson interval of a success rate, as fractions."""
-    p = successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
 
 
 def groups(results: list[dict[str, Any]]) -> list[tuple[str, int, dict[str, int]]]:
@@ -82,7 +75,7 @@ def main() -> None:
     for j, player in enumerate(PLAYERS):
         xs = [i + (j - 1) * width for i in range(len(bars))]
         rates = [100 * got[player] / n for _, n, got in bars]
-        low_high = [wilson(got[player], n) for _, n, got in bars]
+        low_high = [wilson_interval(got[player], n) for _, n, got in bars]
         errors = [
             [r - 100 * lo for r, (lo, _) in zip(rates, low_high, strict=True)],
             [100 * hi - r for r, (_, hi) in zip(rates, low_high, strict=True)],

@@ -33,9 +33,9 @@ def test_a_seed_whose_test_split_was_not_played_is_named():
         script.groups([seed])
 
 
-def test_the_wilson_interval_holds_the_rate_and_stays_in_zero_one():
+def test_the_bars_wilson_interval_holds_the_rate_and_stays_in_zero_one():
     script = load("plot_v2_seeds")
-    low, high = script.wilson(160, 200)
+    low, high = script.wilson_interval(160, 200)
     assert low == pytest.approx(0.7391, abs=1e-4) and high == pytest.approx(0.8496, abs=1e-4)
-    assert script.wilson(0, 200)[0] == pytest.approx(0.0, abs=1e-12)
-    assert script.wilson(200, 200)[1] == pytest.approx(1.0, abs=1e-12)
+    assert script.wilson_interval(0, 200)[0] == pytest.approx(0.0, abs=1e-12)
+    assert script.wilson_interval(200, 200)[1] == pytest.approx(1.0, abs=1e-12)

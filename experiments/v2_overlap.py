@@ -11,7 +11,8 @@ its planner always knew when to follow the tool's report and when to answer itse
 of the paper's "two partial solvers whose errors do not coincide". A team below "either" is
 losing levels to arbitration, not to its members' skill. With ``--modes mas tool`` (or ``mas
 single``) the first player is a team, and the test says whether it beats that control level by
-level.
+level. With one mode twice (``--modes mas mas``: two teams trained two ways, such as the tree
+against parallel sampling) the players are named "team 1" and "team 2".
 
     python experiments/v2_overlap.py FIRST SECOND [--modes tool single] [--episodes 100]
         [--split validation] [--env-options '{"rows": 7, "cols": 7, "wall_prob": 0.22}']
@@ -52,6 +53,8 @@ def overlap(first: Sequence[bool], second: Sequence[bool]) -> Counter[str]:
 def line(n: Counter[str], modes: tuple[str, str]) -> str:
     """The printed result: the counts, named by the players' modes, and the test."""
     a, b = (NAMES[m] for m in modes)
+    if a == b:  # two runs of one mode (a team against another team): first and second
+        a, b = f"{a} 1", f"{b} 2"
     both_members = set(modes) == {"tool", "single"}
     ceiling = " (a team that always knew whom to follow)" if both_members else ""
     p = mcnemar_exact(n["first only"], n["second only"])

@@ -318,8 +318,8 @@ def compare(results: dict[str, Any], key: str, argv: Sequence[str]) -> None:
     print(f"[chain] {results[key][command]}", flush=True)
 
 
-_COUNTS = re.compile(
-    r"(\d+) levels: \D+ (\d+), \D+ (\d+), both .* only (\d+), .* only (\d+): .* p = (\S+)"
+_COUNTS = re.compile(  # a name may end in a digit: "team 1 114, team 2 133" (one mode twice)
+    r"(\d+) levels: .+? (\d+), .+? (\d+), both .* only (\d+), .* only (\d+): .* p = (\S+)"
 )
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmark_scripts import load
+
 from mas_trainer import baselines
 
 RESULTS = Path(__file__).resolve().parents[2] / "experiments" / "results"
@@ -46,22 +48,18 @@ def test_the_v2_exploration_tables_show_the_shipped_run_files():
             assert any(all(v in r for v in curve) for r in named), (name, curve, named)
 
 
-def test_the_v2_paired_test_plays_are_the_printed_lines_and_on_the_page():
-    """Each stored paired play (``paired_test``: a team against another, level by level) holds
-    the counts its ``v2_overlap.py`` line printed, and the exploration page shows those counts."""
+def test_the_v2_exploration_tables_show_the_paired_test_plays_of_r7():
+    """Each test play stored beside R's runs (``test_split_once``: a ``v2_overlap.py`` command ->
+    the line it printed, a team against another, level by level) is a row of the exploration
+    page with the counts that line holds, read as ``v2_chain`` reads the seed files' plays."""
+    counts = load("v2_chain")._COUNTS
     page = (RESULTS.parents[1] / "docs" / "v2-exploration.md").read_text()
     rows = [line for line in page.splitlines() if line.startswith("| ")]
-    plays = [
-        play
-        for path in sorted(RESULTS.glob("v2-7x7/*.json"))
-        for play in json.loads(path.read_text()).get("paired_test", {}).values()
-    ]
-    assert plays, "no v2 results file stores a paired test play"
-    for play in plays:
-        n = play["first"], play["second"], play["first_only"], play["second_only"]
-        printed = f"team 1 {n[0]}, team 2 {n[1]}, "
-        assert printed in play["line"], (printed, play["line"])
-        assert f"team 1 only {n[2]}, team 2 only {n[3]}: " in play["line"], play["line"]
-        assert play["line"].endswith(f"p = {play['p']:g}"), play["line"]
-        cells = f"| {n[0]} | {n[1]} | {n[2]} | {n[3]} | p = {play['p']:g} |"
+    plays = json.loads((RESULTS / "v2-7x7" / "r7.json").read_text())["test_split_once"]
+    assert plays, "r7.json stores no test play"
+    for line in plays.values():
+        match = counts.match(line)
+        assert match, line
+        _, first, second, first_only, second_only, p = match.groups()
+        cells = f"| {first} | {second} | {first_only} | {second_only} | p = {p} |"
         assert any(r.endswith(cells) for r in rows), f"no row of the page ends with {cells}"

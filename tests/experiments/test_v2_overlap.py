@@ -24,6 +24,10 @@ def test_the_line_names_the_players_and_tests_the_levels_only_one_solves():
         "exact McNemar p = 0.0215"
     )
     assert "(a team that always knew whom to follow)" in script.line(n, ("tool", "single"))
-    assert script.line(n, ("mas", "mas")).startswith(
+    two_teams = script.line(n, ("mas", "mas"))
+    assert two_teams.startswith(
         "11 levels: team 1 10, team 2 2, both 1, either 11; team 1 only 9, team 2 only 1:"
     )
+    # v2_chain reads the stored lines back: the names' digits are not counts
+    match = load("v2_chain")._COUNTS.match(two_teams)
+    assert match and match.groups() == ("11", "10", "2", "9", "1", "0.0215")
